@@ -1,0 +1,89 @@
+"""Loading a task's records: from `data_root` when given, else from the task's remote source through `datasets`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import BenchmarkError
+from .templates import render
+
+_BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}
+DATA_ROOT_HINT = "set data_root=DIR on the command line (or the BENCHMARK_DATA_ROOT environment variable)"
+
+
+@dataclass
+class Records:
+    items: list[dict]  # each with an "id" and the source fields (+ derived fields)
+    source: str  # where they came from, without private paths
+    split: str
+    sha256: str  # of the full split as loaded, before `limit`
+    malformed: list[dict] = field(default_factory=list)  # {"id", "error"} for skipped records
+
+
+def records_sha256(rows: list[dict]) -> str:
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(json.dumps(row, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def _load_rows(data, data_root: str | None, task_name: str) -> tuple[list[dict], str]:
+    import datasets
+
+    if data.format not in _BUILDERS:
+        raise BenchmarkError(f"task {task_name}: data.format={data.format!r} is not one of {sorted(_BUILDERS)}")
+    builder = _BUILDERS[data.format]
+    if data_root:
+        path = Path(data_root).expanduser().resolve() / data.path
+        if not path.is_file():
+            raise BenchmarkError(
+                f"task {task_name}: data file not found: {path} (data_root={data_root}, task.data.path={data.path})"
+            )
+        ds = datasets.load_dataset(builder, data_files=str(path), split="train")
+        return ds.to_list(), f"data_root:{data.path}"
+    if data.url:
+        try:
+            ds = datasets.load_dataset(builder, data_files=data.url, split="train")
+        except Exception as e:  # offline, moved file, proxy...: one message with the way out
+            raise BenchmarkError(
+                f"task {task_name}: could not fetch {data.url} ({type(e).__name__}) and no data_root is set; "
+                f"{DATA_ROOT_HINT}: a folder holding {data.path}"
+            ) from None
+        return ds.to_list(), data.url
+    if data.hub:
+        try:
+            ds = datasets.load_dataset(data.hub, data.hub_config, split=data.hub_split or data.split)
+        except Exception as e:
+            raise BenchmarkError(
+                f"task {task_name}: could not load hub dataset {data.hub} ({type(e).__name__}) and no data_root "
+                f"is set; {DATA_ROOT_HINT}: a folder holding {data.path}"
+            ) from None
+        return ds.to_list(), f"hub:{data.hub}"
+    raise BenchmarkError(f"task {task_name}: no data_root and no remote source (data.url or data.hub); {DATA_ROOT_HINT}")
+
+
+def load_records(task, data_root: str | None) -> Records:
+    rows, source = _load_rows(task.data, data_root, task.name)
+    sha = records_sha256(rows)
+    items, malformed = [], []
+    seen = set()
+    for index, row in enumerate(rows):
+        rid = str(row.get(task.data.id_field)) if task.data.id_field else str(index)
+        missing = [f for f in task.data.required if row.get(f) is None]
+        if rid in seen:
+            malformed.append({"id": rid, "error": f"duplicate id {rid!r}"})
+            continue
+        seen.add(rid)
+        if missing:
+            malformed.append({"id": rid, "error": f"missing field(s) {missing}"})
+            continue
+        item = dict(row)
+        for name, template in task.derived.items():
+            item[name] = render(template, {**item, "options": task.options}, f"task {task.name}: derived.{name}")
+        item["id"] = rid
+        items.append(item)
+    return Records(items=items, source=source, split=task.data.split, sha256=sha, malformed=malformed)

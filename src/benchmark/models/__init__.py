@@ -1,0 +1,43 @@
+"""Model backends: lm-eval's registry for language models, the suite's own for classifiers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from omegaconf import OmegaConf
+
+from .. import BenchmarkError
+from .base import Backend
+
+LMEVAL_BACKENDS = ("hf", "vllm", "local-chat-completions")
+SUITE_BACKENDS = ("profanity-check",)
+
+# Fields that change how a run is executed but not what the model answers.
+_NOT_HASHED = ("name", "metadata", "batch_size", "num_concurrent", "max_retries", "timeout", "device")
+
+
+def model_sha256(cfg) -> str:
+    data = OmegaConf.to_container(cfg, resolve=True)
+    for key in _NOT_HASHED:
+        data.pop(key, None)
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def load_backend(cfg, allow_remote_code: bool) -> Backend:
+    if cfg.trust_remote_code and not allow_remote_code:
+        raise BenchmarkError(
+            f"model {cfg.name} runs code from its repository (trust_remote_code: true). Review that code, then "
+            "pass allow_remote_code=true on the command line to allow it."
+        )
+    if cfg.backend in LMEVAL_BACKENDS:
+        from .lmeval import LMEvalBackend
+
+        return LMEvalBackend(cfg)
+    if cfg.backend == "profanity-check":
+        from .profanity import ProfanityCheck
+
+        return ProfanityCheck(cfg)
+    raise BenchmarkError(
+        f"model {cfg.name}: unknown backend {cfg.backend!r}; available: {', '.join(LMEVAL_BACKENDS + SUITE_BACKENDS)}"
+    )

@@ -1,0 +1,72 @@
+"""A backend behind the response cache: every request is asked once, ever, per model config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import BenchmarkError
+from ..cache import ResponseCache, request_key
+from .base import Backend
+
+
+@dataclass
+class Failure:
+    """A request that failed after the backend's own retries; recorded in the sample, never cached."""
+
+    error: str
+
+
+class CachedModel:
+    def __init__(self, backend: Backend, model_sha: str, cache: ResponseCache):
+        self.backend = backend
+        self.sha = model_sha
+        self.cache = cache
+        self.calls = 0  # requests sent to the backend
+        self.hits = 0  # requests answered from the cache
+        self.failures = 0
+
+    def __call__(self, op: str, payloads: list[dict]) -> list:
+        keys = [request_key(self.sha, op, p) for p in payloads]
+        found = self.cache.get_many(keys)
+        self.hits += sum(k in found for k in keys)
+        todo = {}
+        for k, p in zip(keys, payloads):
+            if k not in found:
+                todo.setdefault(k, p)  # identical requests within a batch are asked once
+        if todo:
+            results = self._ask(op, list(todo.values()))
+            self.calls += len(todo)
+            done = {k: r for k, r in zip(todo, results) if not isinstance(r, Failure)}
+            self.failures += len(todo) - len(done)
+            self.cache.put_many(self.sha, done)
+            found.update(zip(todo, results))
+        return [found[k] for k in keys]
+
+    def _ask(self, op: str, payloads: list[dict]) -> list:
+        try:
+            return self._batch(op, payloads)
+        except (BenchmarkError, NotImplementedError):
+            raise
+        except Exception as e:
+            if len(payloads) == 1:
+                return [Failure(f"{type(e).__name__}: {e}")]
+        # the batch failed: ask one by one so one bad request does not sink the others
+        results = []
+        for p in payloads:
+            try:
+                results += self._batch(op, [p])
+            except (BenchmarkError, NotImplementedError):
+                raise
+            except Exception as e:
+                results.append(Failure(f"{type(e).__name__}: {e}"))
+        return results
+
+    def _batch(self, op: str, payloads: list[dict]) -> list:
+        if op == "generate":
+            generation = payloads[0]["generation"]  # one model config per run: one generation setting
+            return self.backend.generate([p["messages"] for p in payloads], generation)
+        if op == "loglikelihood":
+            return self.backend.loglikelihood([(p["messages"], p["continuation"]) for p in payloads])
+        if op == "classify":
+            return self.backend.classify([p["input"] for p in payloads])
+        raise ValueError(f"unknown operation {op!r}")

@@ -1,0 +1,28 @@
+"""The utterance-level baseline: the offensive-language classifier shipped by alt-profanity-check."""
+
+from __future__ import annotations
+
+from .base import Backend
+
+_INPUTS = ("response", "context+response")
+
+
+class ProfanityCheck(Backend):
+    def __init__(self, cfg):
+        if cfg.input not in _INPUTS:
+            raise ValueError(f"model.input={cfg.input!r}: profanity-check reads one of {_INPUTS}")
+        from profanity_check import predict_prob
+
+        self._predict_prob = predict_prob
+        self.input = cfg.input
+        self.threshold = cfg.threshold
+
+    def classify(self, inputs):
+        if self.input == "response":
+            texts = [x.get("response", "") for x in inputs]
+        else:
+            texts = [f"{x.get('context', '')}\n{x.get('response', '')}".strip() for x in inputs]
+        probs = self._predict_prob(texts)
+        return [
+            {"label": "Unsafe" if p > self.threshold else "Safe", "score": float(p)} for p in probs
+        ]

@@ -1,0 +1,207 @@
+"""One run: records -> requests -> cached responses -> samples.jsonl -> metrics -> scorecard.json.
+
+Every finished sample is appended to samples.jsonl (flushed and fsynced per chunk) before the next chunk starts,
+and every answer is in the response cache, so rerunning the same command after a crash resumes where it stopped
+and asks the model nothing it already answered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from . import BenchmarkError, scorecard
+from .cache import ResponseCache
+from .data import load_records
+from .kinds import make_kind
+from .models import load_backend, model_sha256
+from .models.cached import CachedModel
+
+MIN_FREE_BYTES = 50 * 2**20
+
+
+def config_sha256(node) -> str:
+    data = OmegaConf.to_container(node, resolve=True)
+    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def run_dir_for(cfg, model_sha: str, task_sha: str) -> Path:
+    if cfg.output_dir:
+        return Path(cfg.output_dir).expanduser()
+    # the same command always lands in the same folder, which is what lets a rerun resume
+    run_id = hashlib.sha256(f"{model_sha}:{task_sha}:{cfg.limit}:{cfg.seed}".encode()).hexdigest()[:12]
+    return Path(cfg.results_dir) / cfg.model.name / cfg.task.name / run_id
+
+
+def _prepare_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as e:
+        raise BenchmarkError(f"output folder {path} is not writable: {e.strerror or e}") from None
+    free = shutil.disk_usage(path).free
+    if free < MIN_FREE_BYTES:
+        raise BenchmarkError(f"output folder {path}: only {free // 2**20} MiB free on its disk; need at least 50 MiB")
+
+
+def read_samples(path: Path) -> dict[str, dict]:
+    """Finished samples by id (the last line for an id wins). A torn last line from a crash is cut off."""
+    samples: dict[str, dict] = {}
+    if not path.exists():
+        return samples
+    good_bytes = 0
+    with open(path, "rb") as f:
+        for raw in f:
+            try:
+                sample = json.loads(raw)
+            except json.JSONDecodeError:
+                break
+            if not raw.endswith(b"\n"):
+                break
+            samples[sample["id"]] = sample
+            good_bytes += len(raw)
+    if good_bytes != path.stat().st_size:
+        with open(path, "r+b") as f:
+            f.truncate(good_bytes)
+    return samples
+
+
+def _check_manifest(run_dir: Path, manifest: dict) -> None:
+    path = run_dir / "run.json"
+    if path.exists():
+        old = json.loads(path.read_text())
+        changed = [k for k in manifest if old.get(k) != manifest[k]]
+        if changed:
+            raise BenchmarkError(
+                f"output folder {run_dir} holds a run with a different {', '.join(changed)}; "
+                "choose another output_dir or remove that folder"
+            )
+    else:
+        path.write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def run(cfg) -> tuple[dict, Path]:
+    started = time.perf_counter()
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    if cfg.limit is not None and cfg.limit < 0:
+        raise BenchmarkError(f"limit={cfg.limit}: use a positive number of records, or null for all")
+    task, model_cfg = cfg.task, cfg.model
+    kind = make_kind(task, model_cfg)
+    model_sha, task_sha = model_sha256(model_cfg), config_sha256(task)
+
+    records = load_records(task, cfg.data_root)
+    malformed = list(records.malformed)
+    items = []
+    for record in records.items:
+        problem = kind.check_record(record)
+        if problem:
+            malformed.append({"id": record["id"], "error": problem})
+        else:
+            items.append(record)
+    if cfg.limit is not None:
+        items = items[: cfg.limit]
+    if not items:
+        why = "limit=0" if cfg.limit == 0 else f"the {records.split} split has no usable record ({records.source})"
+        raise BenchmarkError(f"task {task.name}: nothing to evaluate: {why}")
+
+    if task.data.sha256 and records.sha256 != task.data.sha256:
+        print(
+            f"warning: the records of {records.source} differ from the version task {task.name} was built on "
+            "(data.sha256); the score card says so",
+            file=sys.stderr,
+        )
+    run_dir = run_dir_for(cfg, model_sha, task_sha)
+    _prepare_dir(run_dir)
+    _check_manifest(run_dir, {"model_sha256": model_sha, "task_sha256": task_sha, "data_sha256": records.sha256})
+    samples_path = run_dir / "samples.jsonl"
+    done = {i: s for i, s in read_samples(samples_path).items() if s.get("error") is None}
+    pending = [r for r in items if r["id"] not in done]
+
+    calls = hits = 0
+    if pending:
+        from tqdm import tqdm
+
+        backend = load_backend(model_cfg, cfg.allow_remote_code)
+        cache = ResponseCache(Path(cfg.cache_dir) / "responses.sqlite")
+        model = CachedModel(backend, model_sha, cache)
+        with open(samples_path, "a", encoding="utf-8") as out, tqdm(
+            total=len(pending), desc=f"{model_cfg.name} on {task.name}", unit="sample", disable=not cfg.progress
+        ) as bar:
+            for start in range(0, len(pending), cfg.chunk_size):
+                chunk = pending[start : start + cfg.chunk_size]
+                for sample in kind.evaluate(chunk, model):
+                    out.write(json.dumps(sample, ensure_ascii=False) + "\n")
+                    done[sample["id"]] = sample
+                out.flush()
+                os.fsync(out.fileno())
+                bar.update(len(chunk))
+        cache.close()
+        calls, hits = model.calls, model.hits
+
+    # one line per record, in record order: rewrite the log when retries or a wider earlier run left extra lines
+    ordered = [done[r["id"]] for r in items]
+    if sum(1 for _ in open(samples_path, "rb")) != len(ordered):
+        tmp = samples_path.with_suffix(".jsonl.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(s, ensure_ascii=False) + "\n" for s in ordered)
+        os.replace(tmp, samples_path)
+
+    metrics, breakdown = kind.score(ordered, cfg.bootstrap, cfg.seed)
+    wall = time.perf_counter() - started
+    card = {
+        "schema_version": scorecard.SCHEMA_VERSION,
+        "task": {
+            "name": task.name,
+            "version": task.version,
+            "kind": task.kind,
+            "language": task.language,
+            "headline": task.headline,
+            "config_sha256": task_sha,
+        },
+        "model": {
+            "name": model_cfg.name,
+            "backend": model_cfg.backend,
+            "config_sha256": model_sha,
+            "metadata": OmegaConf.to_container(model_cfg.metadata, resolve=True),
+            "config": OmegaConf.to_container(model_cfg, resolve=True),
+        },
+        "dataset": {
+            "source": records.source,
+            "split": records.split,
+            "n": len(items),
+            "n_total": len(records.items) + len(records.malformed),
+            "sha256": records.sha256,
+            "sha256_matches_task": None if not task.data.sha256 else records.sha256 == task.data.sha256,
+            "malformed": malformed,
+        },
+        "metrics": metrics,
+        "breakdown": breakdown,
+        "run": {
+            "started_at": started_at,
+            "wall_s": round(wall, 3),
+            "samples_per_s": round(len(pending) / wall, 3) if pending else 0.0,
+            "model_calls": calls,
+            "cache_hits": hits,
+            "resumed": len(items) - len(pending),
+            "failed": sum(1 for s in ordered if s.get("error")),
+            "seed": cfg.seed,
+            "limit": cfg.limit,
+            "bootstrap": cfg.bootstrap,
+            "versions": scorecard.versions(),
+            "git_commit": scorecard.git_commit(),
+        },
+        "samples": {"file": samples_path.name, "sha256": scorecard.file_sha256(samples_path), "n": len(ordered)},
+    }
+    card_path = run_dir / "scorecard.json"
+    scorecard.write(card, card_path)
+    return card, card_path

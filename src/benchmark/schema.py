@@ -1,0 +1,143 @@
+"""Typed schemas for every config the suite composes.
+
+Hydra merges each YAML file into these dataclasses while composing, so a mistyped key fails at once with a message
+that names the config (`In 'model/foo': Key 'bogus' not in 'ModelConfig'`) and the full key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class ModelMetadata:
+    """Public facts shown on the leaderboard."""
+
+    organisation: Optional[str] = None
+    parameters: Optional[str] = None  # e.g. "6.2B"
+    open_weights: Optional[bool] = None
+    languages: List[str] = field(default_factory=list)
+    license: Optional[str] = None
+    url: Optional[str] = None
+
+
+@dataclass
+class GenerationConfig:
+    max_new_tokens: int = 32
+    do_sample: bool = False
+    temperature: float = 0.0
+    top_p: float = 1.0
+    until: List[str] = field(default_factory=list)
+
+
+@dataclass
+class ModelConfig:
+    name: str = MISSING
+    # hf | local-chat-completions | vllm (lm-eval backends) or a suite backend: profanity-check
+    backend: str = MISSING
+    pretrained: Optional[str] = None  # hub id or local path (hf, vllm)
+    revision: Optional[str] = None
+    trust_remote_code: bool = False  # refused unless the command line says allow_remote_code=true
+    dtype: str = "auto"
+    device: str = "cpu"
+    batch_size: int = 8
+    max_length: Optional[int] = None
+    chat_template: bool = True  # apply the tokenizer's chat template to the task's messages
+    system_prompt: Optional[str] = None  # prepended when the task gives no system message
+    # OpenAI-compatible servers
+    base_url: Optional[str] = None
+    served_model: Optional[str] = None  # the model name the server knows
+    api_key_env: Optional[str] = None  # name of the environment variable holding the key; never the key
+    num_concurrent: int = 1
+    max_retries: int = 3
+    timeout: int = 300
+    # classifier backends: which part of the record they read (response | context+response | pair)
+    input: str = "response"
+    threshold: float = 0.5
+    scoring: Optional[str] = None  # generate | loglikelihood; null: the task's choice
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    args: Dict[str, Any] = field(default_factory=dict)  # further keyword arguments for the backend
+    metadata: ModelMetadata = field(default_factory=ModelMetadata)
+
+
+@dataclass
+class DataConfig:
+    path: str = MISSING  # relative to data_root, e.g. diasafety/test.json
+    format: str = "json"  # json | jsonl | csv | parquet
+    split: str = "test"
+    url: Optional[str] = None  # the released file, fetched once and cached by `datasets`
+    hub: Optional[str] = None  # or a hub dataset id
+    hub_config: Optional[str] = None
+    hub_split: Optional[str] = None
+    id_field: Optional[str] = None  # null: the record's position in the file
+    required: List[str] = field(default_factory=list)  # fields every record must have
+    sha256: Optional[str] = None  # known hash of the full split's records
+
+
+@dataclass
+class Message:
+    role: str = MISSING
+    content: str = MISSING
+
+
+@dataclass
+class LabelConfig:
+    name: str = MISSING
+    abbreviation: Optional[str] = None  # matched case-sensitively as a whole word
+    aliases: List[str] = field(default_factory=list)  # matched case-insensitively as whole words
+    coarse: Optional[str] = None  # the coarse class this label falls in (e.g. safe / unsafe)
+    fine: bool = True  # false: an accepted answer that is not a class of the fine-grained metrics
+
+
+@dataclass
+class ClassifyConfig:
+    labels: List[LabelConfig] = field(default_factory=list)
+    target: str = MISSING  # Jinja template that renders the gold label from a record
+    scoring: str = "generate"  # generate (parse the answer) | loglikelihood (rank the labels)
+    # what classifier backends read, as Jinja templates (named parts: context, response)
+    classifier_input: Dict[str, str] = field(default_factory=dict)
+    positive_coarse: Optional[str] = None  # the coarse class whose own F1 is a headline (e.g. unsafe)
+
+
+@dataclass
+class TaskConfig:
+    name: str = MISSING
+    version: int = 1
+    kind: str = MISSING  # classify (attack, dialogue_attack arrive with their tasks)
+    language: str = MISSING
+    description: str = ""
+    citation: str = ""
+    headline: str = MISSING  # the metric the leaderboard shows first
+    data: DataConfig = field(default_factory=DataConfig)
+    derived: Dict[str, str] = field(default_factory=dict)  # extra record fields, as Jinja templates
+    options: Dict[str, Any] = field(default_factory=dict)  # visible to templates as `options`
+    messages: List[Message] = field(default_factory=list)
+    group_by: List[str] = field(default_factory=list)  # record fields for the breakdown
+    classify: Optional[ClassifyConfig] = None
+
+
+@dataclass
+class RunConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    task: TaskConfig = field(default_factory=TaskConfig)
+    limit: Optional[int] = None
+    seed: int = 1234
+    data_root: Optional[str] = None
+    output_dir: Optional[str] = None
+    results_dir: str = "results"
+    cache_dir: str = "results/.cache"
+    allow_remote_code: bool = False
+    bootstrap: int = 1000
+    chunk_size: int = 256  # samples per batch written to disk; smaller saves more often
+    progress: bool = True
+
+
+def register() -> None:
+    cs = ConfigStore.instance()
+    cs.store(name="run_schema", node=RunConfig)
+    cs.store(group="schema", name="model", node=ModelConfig)
+    cs.store(group="schema", name="task", node=TaskConfig)
