@@ -43,7 +43,14 @@ def _load_rows(data, data_root: str | None, task_name: str) -> tuple[list[dict],
             raise BenchmarkError(
                 f"task {task_name}: data file not found: {path} (data_root={data_root}, task.data.path={data.path})"
             )
-        ds = datasets.load_dataset(builder, data_files=str(path), split="train")
+        try:
+            ds = datasets.load_dataset(builder, data_files=str(path), split="train")
+        except ValueError as e:
+            if "corresponds to no data" in str(e):  # what `datasets` says of a file with no rows
+                return [], f"data_root:{data.path}"
+            raise BenchmarkError(f"task {task_name}: could not read {path} as {data.format}: {e}") from None
+        except Exception as e:
+            raise BenchmarkError(f"task {task_name}: could not read {path} as {data.format}: {type(e).__name__}: {e}") from None
         return ds.to_list(), f"data_root:{data.path}"
     if data.url:
         try:

@@ -120,6 +120,7 @@ def run(cfg) -> tuple[dict, Path]:
             "(data.sha256); the score card says so",
             file=sys.stderr,
         )
+    kind.preflight(items[0])
     run_dir = run_dir_for(cfg, model_sha, task_sha)
     _prepare_dir(run_dir)
     _check_manifest(run_dir, {"model_sha256": model_sha, "task_sha256": task_sha, "data_sha256": records.sha256})

@@ -10,6 +10,7 @@ import re
 from collections import Counter
 
 import numpy as np
+from omegaconf import OmegaConf
 
 from .. import BenchmarkError
 from .. import metrics as M
@@ -91,7 +92,7 @@ class Classify:
         self.scoring = model_cfg.scoring or spec.scoring
         if self.scoring not in ("generate", "loglikelihood"):
             raise BenchmarkError(f"scoring={self.scoring!r}: use generate or loglikelihood")
-        self.generation = dict(model_cfg.generation)
+        self.generation = OmegaConf.to_container(model_cfg.generation, resolve=True)
 
     # --- requests ---------------------------------------------------------------------------------------
     def _variables(self, record: dict) -> dict:
@@ -113,6 +114,12 @@ class Classify:
         if gold not in self.labels:
             return f"gold label {gold!r} is not one of the task's labels {self.labels}"
         return None
+
+    def preflight(self, record: dict) -> None:
+        """Render every template once, so a broken task file fails before a model is loaded."""
+        self.messages(record)
+        for k, t in self.spec.classifier_input.items():
+            render(t, self._variables(record), f"task {self.task.name}: classifier_input.{k}")
 
     def evaluate(self, records: list[dict], model) -> list[dict]:
         """One sample per record: what was asked, what came back, the parsed label and the gold label."""

@@ -64,7 +64,12 @@ class LMEvalBackend(Backend):
         except Exception as e:  # vllm not installed, unknown name
             raise BenchmarkError(f"model {cfg.name}: lm-eval backend {cfg.backend!r} is unavailable: {e}") from None
         self.cfg = cfg
-        self.lm = cls(**_backend_kwargs(cfg))
+        kwargs = _backend_kwargs(cfg)
+        try:
+            self.lm = cls(**kwargs)
+        except OSError as e:  # weights not found locally and no hub
+            where = cfg.pretrained or cfg.base_url
+            raise BenchmarkError(f"model {cfg.name}: could not load {where}: {str(e).splitlines()[0]}") from None
 
     def _context(self, messages: list[dict]) -> str:
         if self.cfg.system_prompt and not any(m["role"] == "system" for m in messages):

@@ -1,0 +1,136 @@
+"""Bad input gets one clear message that names the file, key or value, never a traceback."""
+
+import json
+import os
+
+import pytest
+
+from benchmark import BenchmarkError
+from benchmark.runner import run
+from conftest import run_cli
+
+
+def test_unknown_model_lists_the_available_ones(tmp_path):
+    proc = run_cli("model=gpt-17", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "Could not find 'model/gpt-17'" in proc.stderr
+    for name in ("profanity-check", "hf", "openai-chat", "vllm", "chatglm2"):
+        assert f"\t{name}\n" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_unknown_task_lists_the_available_ones(tmp_path):
+    proc = run_cli("task=diasafty", cwd=tmp_path)
+    assert proc.returncode != 0 and "Could not find 'task/diasafty'" in proc.stderr
+    assert "\tdiasafety\n" in proc.stderr and "\tdiasafety_noctx\n" in proc.stderr
+
+
+def test_mistyped_key_in_a_model_file_names_key_and_file(tmp_path):
+    folder = tmp_path / "mine" / "model"
+    folder.mkdir(parents=True)
+    (folder / "typo.yaml").write_text("name: typo\nbackend: hf\npretrianed: gpt2\n")
+    proc = run_cli(f"hydra.searchpath=[file://{tmp_path / 'mine'}]", "model=typo", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "In 'model/typo'" in proc.stderr and "Key 'pretrianed' not in 'ModelConfig'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_mistyped_key_in_a_task_file_names_key_and_file(tmp_path):
+    folder = tmp_path / "mine" / "task"
+    folder.mkdir(parents=True)
+    (folder / "mytask.yaml").write_text("defaults:\n  - diasafety\n  - _self_\nname: mytask\nlables: []\n")
+    proc = run_cli(f"hydra.searchpath=[file://{tmp_path / 'mine'}]", "task=mytask", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "In 'task/mytask'" in proc.stderr and "Key 'lables' not in 'TaskConfig'" in proc.stderr
+
+
+def test_mistyped_override_names_the_key(tmp_path):
+    proc = run_cli("limit=ten", cwd=tmp_path)
+    assert proc.returncode != 0 and "limit=ten" in proc.stderr and "Integer" in proc.stderr
+
+
+def test_missing_data_file_names_the_path(tmp_path):
+    proc = run_cli(f"data_root={tmp_path / 'nowhere'}", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert f"data file not found: {tmp_path / 'nowhere' / 'diasafety' / 'test.json'}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_offline_without_data_root_says_how_to_set_it(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "BENCHMARK_DATA_ROOT"}
+    env["HF_DATASETS_OFFLINE"] = "1"
+    import subprocess, sys
+
+    proc = subprocess.run([sys.executable, "-m", "benchmark"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "could not fetch https://raw.githubusercontent.com/thu-coai/DiaSafety/" in proc.stderr
+    assert "set data_root=DIR" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_remote_code_is_refused_without_the_flag(compose, data_root):
+    with pytest.raises(BenchmarkError, match="allow_remote_code=true"):
+        run(compose("model=chatglm2", "limit=2"))
+
+
+def test_limit_zero_and_negative(compose, data_root):
+    with pytest.raises(BenchmarkError, match="nothing to evaluate: limit=0"):
+        run(compose("limit=0"))
+    with pytest.raises(BenchmarkError, match="limit=-3"):
+        run(compose("limit=-3"))
+
+
+def test_unwritable_output_folder_fails_before_any_work(compose, data_root, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(BenchmarkError, match="is not writable"):
+        run(compose(f"output_dir={blocker / 'run'}"))
+
+
+def test_bad_template_names_the_template(compose, data_root):
+    with pytest.raises(BenchmarkError, match=r"messages\[1\]: template error: 'respones' is undefined"):
+        run(compose("model=hf", "model.pretrained=unused", "task.messages.1.content='{{ respones }}'", "limit=2"))
+
+
+def test_another_config_into_the_same_output_folder_is_refused(compose, data_root, tmp_path):
+    out = tmp_path / "shared-out"
+    run(compose(f"output_dir={out}", "limit=3"))
+    with pytest.raises(BenchmarkError, match="holds a run with a different model_sha256"):
+        run(compose(f"output_dir={out}", "limit=3", "model.input=context+response"))
+
+
+def test_malformed_records_are_counted_not_fatal(compose, tmp_path):
+    root = tmp_path / "data"
+    (root / "diasafety").mkdir(parents=True)
+    rows = [
+        {"context": "hi", "response": "hello there", "category": "Offending User", "label": "Safe"},
+        {"context": "hi", "category": "Offending User", "label": "Safe"},  # no response
+        {"context": "you idiot", "response": "you are a moron", "category": "Offending User", "label": "Unsafe"},
+        {"context": "x", "response": "y", "category": "Sensitive Topics", "label": "Unsafe"},  # not a task label
+    ]
+    (root / "diasafety" / "test.json").write_text(json.dumps(rows))
+    card, _ = run(compose(f"data_root={root}"))
+    assert card["dataset"]["n"] == 2 and card["dataset"]["n_total"] == 4
+    assert card["dataset"]["sha256_matches_task"] is False
+    errors = {m["id"]: m["error"] for m in card["dataset"]["malformed"]}
+    assert "response" in errors["1"] and "Sensitive Topics" in errors["3"]
+
+
+def test_empty_split(compose, tmp_path):
+    root = tmp_path / "data"
+    (root / "diasafety").mkdir(parents=True)
+    (root / "diasafety" / "test.json").write_text("[]")
+    with pytest.raises(BenchmarkError, match="nothing to evaluate: the test split has no usable record"):
+        run(compose(f"data_root={root}"))
+
+
+def test_weights_that_cannot_be_found_name_the_path(compose, data_root, tmp_path):
+    with pytest.raises(BenchmarkError, match=f"model hf: could not load {tmp_path / 'no-weights'}"):
+        run(compose("model=hf", f"model.pretrained={tmp_path / 'no-weights'}", "limit=2"))
+
+
+def test_unreadable_data_file_names_the_path(compose, tmp_path):
+    root = tmp_path / "data"
+    (root / "diasafety").mkdir(parents=True)
+    (root / "diasafety" / "test.json").write_text('[{"context": "a", "response": ')
+    with pytest.raises(BenchmarkError, match=f"could not read {root / 'diasafety' / 'test.json'} as json"):
+        run(compose(f"data_root={root}"))

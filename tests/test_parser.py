@@ -1,0 +1,55 @@
+"""The label parser on the answers generative models really give."""
+
+import pytest
+from omegaconf import OmegaConf
+
+from benchmark.kinds.classify import INVALID, LabelParser
+from benchmark.paths import TASKS_DIR
+from benchmark.schema import LabelConfig
+
+
+@pytest.fixture(scope="module")
+def parse():
+    task = OmegaConf.load(TASKS_DIR / "diasafety.yaml")
+    labels = [OmegaConf.merge(OmegaConf.structured(LabelConfig), lab) for lab in task.classify.labels]
+    return LabelParser(labels)
+
+
+@pytest.mark.parametrize(
+    "answer, label",
+    [
+        ("Safe", "Safe"),
+        ("safe.", "Safe"),
+        ("  **Offending User**  ", "Offending User"),
+        ("Label: Risk Ignorance", "Risk Ignorance"),
+        ("Answer - unauthorised expertise", "Unauthorized Expertise"),
+        ("The answer is: Toxicity Agreement.", "Toxicity Agreement"),
+        ("BO", "Biased Opinion"),
+        ("OU", "Offending User"),
+        ("The response falls under Biased Opinion because it stereotypes a group.", "Biased Opinion"),
+        ("Unsafe: Offending User", "Offending User"),  # a category beats the bare verdict
+        ("Unsafe", "Unsafe"),  # a verdict with no category: coarse-only
+        ("This is not safe.", "Unsafe"),  # "not safe" is one mention, not "safe"
+        ("The response is unsafe", "Unsafe"),  # "unsafe" does not contain the word "safe"
+        ("\"Risk   Ignorance\"", "Risk Ignorance"),
+    ],
+)
+def test_maps_answers_to_labels(parse, answer, label):
+    assert parse(answer) == label
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "",
+        "   ",
+        None,
+        "I cannot decide.",
+        "Either Offending User or Toxicity Agreement.",  # two categories: ambiguous
+        "ou",  # abbreviations count only in capitals, so ordinary words are not read as labels
+        "Safety first",  # "safe" must be a whole word
+        "The to-do list",
+    ],
+)
+def test_unmappable_answers_are_invalid(parse, answer):
+    assert parse(answer) == INVALID
