@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import unicodedata
+
+
+def _pad(text: str, width: int) -> str:
+    """Left-align in a terminal column; Korean and Chinese characters take two cells."""
+    cells = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+    return text + " " * max(width - cells, 0)
+
 
 def _pct(x: float) -> str:
     return f"{100 * x:5.1f}"
@@ -13,14 +21,22 @@ def table(card: dict, card_path) -> str:
         f"{model['name']} on {task['name']} (v{task['version']}, {card['dataset']['split']}, n={card['dataset']['n']})",
         "",
     ]
-    per_class = card["breakdown"].get("per_class")
-    if per_class:
-        width = max(len(c) for c in per_class) + 2
-        lines.append(f"{'class':<{width}} precision  recall     F1  support")
+    breakdown = card["breakdown"]
+    # one question: its breakdown is the card's; several: one breakdown per question
+    parts = [("", breakdown)] if "per_class" in breakdown else [
+        (f"{name}: ", b) for name, b in breakdown.items() if isinstance(b, dict) and "per_class" in b
+    ]
+    for title, part in parts:
+        per_class = part["per_class"]
+        width = max(len(title) + 5, *(2 * len(c) for c in per_class)) + 2
+        lines.append(f"{_pad(title + 'class', width)} precision  recall     F1  support")
         for name, row in per_class.items():
             lines.append(
-                f"{name:<{width}}     {_pct(row['precision'])}   {_pct(row['recall'])}  {_pct(row['f1'])}  {row['support']:7d}"
+                f"{_pad(name, width)}     {_pct(row['precision'])}   {_pct(row['recall'])}  {_pct(row['f1'])}  {row['support']:7d}"
             )
+        base = part.get("majority_baseline")
+        if base:
+            lines.append(f"(always '{base['label']}': accuracy {_pct(base['accuracy'])}, macro F1 {_pct(base['macro_f1'])})")
         lines.append("")
     width = max(len(m) for m in card["metrics"]) + 2
     lines.append(f"{'metric':<{width}} value (%)   95% CI")
@@ -31,6 +47,9 @@ def table(card: dict, card_path) -> str:
     note = f"{run['model_calls']} model calls, {run['cache_hits']} cache hits, {run['resumed']} samples resumed"
     if run["failed"]:
         note += f", {run['failed']} FAILED requests (see samples.jsonl)"
+    truncated = breakdown.get("truncated", {}).get("records")
+    if truncated:
+        note += f", {truncated} inputs cut to fit the model's context"
     if card["dataset"]["malformed"]:
         note += f", {len(card['dataset']['malformed'])} malformed records skipped"
     lines.append(f"{note}; {run['wall_s']:.1f} s")

@@ -132,7 +132,7 @@ def run(cfg) -> tuple[dict, Path]:
     if pending:
         from tqdm import tqdm
 
-        backend = load_backend(model_cfg, cfg.allow_remote_code)
+        backend = load_backend(model_cfg, cfg.allow_remote_code, cfg.data_root)
         cache = ResponseCache(Path(cfg.cache_dir) / "responses.sqlite")
         model = CachedModel(backend, model_sha, cache)
         with open(samples_path, "a", encoding="utf-8") as out, tqdm(

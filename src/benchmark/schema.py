@@ -35,6 +35,16 @@ class GenerationConfig:
 
 
 @dataclass
+class ReplayConfig:
+    """Recorded outputs (published generations, predictions) answered by record id instead of a model."""
+
+    path: str = MISSING  # under data_root
+    format: str = "json"
+    id_field: Optional[str] = None  # null: position in the file, as the task numbers its records
+    output: str = MISSING  # Jinja template rendering a row into the recorded answer
+
+
+@dataclass
 class ModelConfig:
     name: str = MISSING
     # hf | local-chat-completions | vllm (lm-eval backends) or a suite backend: profanity-check
@@ -61,6 +71,7 @@ class ModelConfig:
     scoring: Optional[str] = None  # generate | loglikelihood; null: the task's choice
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     args: Dict[str, Any] = field(default_factory=dict)  # further keyword arguments for the backend
+    replay: Optional[ReplayConfig] = None  # backend replay: recorded outputs instead of a model
     metadata: ModelMetadata = field(default_factory=ModelMetadata)
 
 
@@ -94,13 +105,37 @@ class LabelConfig:
 
 
 @dataclass
+class QuestionConfig:
+    """One of several questions asked in one prompt, answered as one field of a JSON object."""
+
+    name: str = MISSING  # metrics are named <name>.<metric>
+    labels: List[LabelConfig] = field(default_factory=list)  # in option order: 1 is the first
+    target: str = MISSING  # Jinja template that renders the gold label
+    field: Optional[str] = None  # the answer's JSON key; null: `name`
+    positive_coarse: Optional[str] = None
+
+
+@dataclass
+class TruncateConfig:
+    """How a record too long for the model's context is cut: whole lines from the start of one field."""
+
+    field: str = MISSING
+
+
+@dataclass
 class ClassifyConfig:
+    # one question: its labels and gold label here; several: `questions` (and answer_format: json)
     labels: List[LabelConfig] = field(default_factory=list)
-    target: str = MISSING  # Jinja template that renders the gold label from a record
-    scoring: str = "generate"  # generate (parse the answer) | loglikelihood (rank the labels)
+    target: Optional[str] = None  # Jinja template that renders the gold label from a record
+    positive_coarse: Optional[str] = None  # the coarse class whose own F1 is a headline (e.g. unsafe)
+    questions: List[QuestionConfig] = field(default_factory=list)
+    answer_format: str = "text"  # text: the answer is a label | json: an object with one field per question
+    numbered_options: bool = False  # an answer may give a label's position, 1..K
+    whole_words: bool = True  # false for languages that attach particles to words (Korean)
+    scoring: str = "generate"  # generate (parse the answer) | loglikelihood (rank the labels; one question)
     # what classifier backends read, as Jinja templates (named parts: context, response)
     classifier_input: Dict[str, str] = field(default_factory=dict)
-    positive_coarse: Optional[str] = None  # the coarse class whose own F1 is a headline (e.g. unsafe)
+    truncate: Optional[TruncateConfig] = None
 
 
 @dataclass

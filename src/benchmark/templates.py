@@ -1,5 +1,6 @@
 """Jinja templates from task files, rendered in a sandbox so a task file can never run code."""
 
+import json
 from functools import lru_cache
 
 from jinja2 import StrictUndefined, TemplateError
@@ -8,6 +9,8 @@ from jinja2.sandbox import SandboxedEnvironment
 from . import BenchmarkError
 
 _ENV = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=False, autoescape=False)
+# JSON that keeps non-ASCII text readable (Jinja's own tojson escapes it for HTML)
+_ENV.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False)
 
 
 @lru_cache(maxsize=256)

@@ -1,13 +1,16 @@
-"""Kind `classify`: the model reads a record and answers with one label of a fixed set.
+"""Kind `classify`: the model reads a record and answers with one label of a fixed set, per question.
 
-Generative models answer in words and the answer is parsed; models with log-likelihoods may rank the labels
-instead (`scoring: loglikelihood`); classifier backends return a label directly, through the same parser.
+Generative models answer in words (or in JSON, one field per question) and the answer is parsed; models with
+log-likelihoods may rank the labels instead (`scoring: loglikelihood`); classifier backends return a label
+directly, through the same parser; replayed predictions go through the same parser too.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 from omegaconf import OmegaConf
@@ -20,6 +23,7 @@ from ..templates import render
 INVALID = "invalid"
 _PREFIX = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?(?:answer|label|category|class|prediction)\s*(?:is)?\s*[:\-=]?\s*", re.I)
 _STRIP = " \t\r\n.,;:!?\"'`*_()[]{}<>"
+_NUMBER = re.compile(r"^\s*\(?(\d{1,2})\)?(?:[.)]|번)?\s*$")
 
 
 def _norm(text: str) -> str:
@@ -30,35 +34,47 @@ class LabelParser:
     """Maps a free-text answer to a label name, or `invalid`.
 
     1. The whole answer (after a leading "Answer:"/"Label:" and surrounding punctuation) is a label, alias or
-       abbreviation.
+       abbreviation, or, with numbered options, a label's position (1..K).
     2. Otherwise every mention of a label in the answer is found (longest mention wins where two overlap, so
        "not safe" is not read as "safe"); one distinct fine label mentioned is the answer; several are ambiguous,
        hence invalid; with no fine label, one distinct coarse-only answer (e.g. "Unsafe") is the answer.
+    Mentions are whole words unless `whole_words` is false (Korean attaches particles: "일상대화입니다").
     """
 
-    def __init__(self, labels):
+    def __init__(self, labels, numbered: bool = False, whole_words: bool = True):
         self.fine = {lab.name for lab in labels if lab.fine}
+        self.numbered = [lab.name for lab in labels if lab.fine] if numbered else []
         self.exact: dict[str, str] = {}
         self.exact_cased: dict[str, str] = {}
+        before, after = (r"(?<![\w-])", r"(?![\w-])") if whole_words else ("", "")
         patterns = []
         for lab in labels:
             for form in [lab.name, *lab.aliases]:
                 self.exact[_norm(form)] = lab.name
-                words = r"\s+".join(re.escape(w) for w in form.split())
-                patterns.append((re.compile(rf"(?<![\w-]){words}(?![\w-])", re.I), lab.name))
+                words = r"\s*".join(re.escape(w) for w in form.split()) if not whole_words else r"\s+".join(
+                    re.escape(w) for w in form.split())
+                patterns.append((re.compile(f"{before}{words}{after}", re.I), lab.name))
             if lab.abbreviation:
                 self.exact_cased[lab.abbreviation] = lab.name
                 patterns.append((re.compile(rf"(?<![\w-]){re.escape(lab.abbreviation)}(?![\w-])"), lab.name))
         self.patterns = patterns
 
-    def __call__(self, text: str | None) -> str:
-        if not text or not text.strip():
+    def __call__(self, text) -> str:
+        if isinstance(text, bool) or text is None:
+            return INVALID
+        if isinstance(text, (int, float)):
+            text = str(int(text)) if float(text).is_integer() else str(text)
+        if not isinstance(text, str) or not text.strip():
             return INVALID
         head = _PREFIX.sub("", text.strip(), count=1)
         if head.strip(_STRIP) in self.exact_cased:
             return self.exact_cased[head.strip(_STRIP)]
         if _norm(head) in self.exact:
             return self.exact[_norm(head)]
+        number = _NUMBER.match(head)
+        if self.numbered and number:
+            k = int(number.group(1))
+            return self.numbered[k - 1] if 1 <= k <= len(self.numbered) else INVALID
         spans = []
         for pattern, name in self.patterns:
             spans += [(m.start(), m.end(), name) for m in pattern.finditer(text)]
@@ -76,23 +92,82 @@ class LabelParser:
         return INVALID
 
 
+def extract_json(text) -> dict | None:
+    """The first JSON object in a model's answer, allowing code fences and prose around it."""
+    if isinstance(text, dict):
+        return text
+    if not isinstance(text, str):
+        return None
+    decoder = json.JSONDecoder()
+    for start in [m.start() for m in re.finditer(r"\{", text)]:
+        try:
+            obj, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+@dataclass
+class Question:
+    name: str | None  # None for a task with a single question: its metrics are unprefixed
+    field: str | None
+    labels: list[str]  # the fine labels
+    coarse_of: dict[str, str]
+    target: str
+    positive_coarse: str | None
+    parse: LabelParser
+
+    def metric(self, name: str) -> str:
+        return f"{self.name}.{name}" if self.name else name
+
+
 class Classify:
     def __init__(self, task, model_cfg):
         if task.classify is None:
             raise BenchmarkError(f"task {task.name}: kind classify needs a `classify:` section")
         spec = task.classify
-        if not spec.labels:
-            raise BenchmarkError(f"task {task.name}: classify.labels is empty")
-        self.task = task
-        self.spec = spec
-        self.labels = [lab.name for lab in spec.labels if lab.fine]
-        self.coarse_of = {lab.name: lab.coarse for lab in spec.labels if lab.coarse}
-        self.coarse_classes = sorted({c for c in self.coarse_of.values()})
-        self.parse = LabelParser(spec.labels)
+        self.task, self.spec = task, spec
+        where = f"task {task.name}: classify"
+        if spec.questions:
+            if spec.labels or spec.target:
+                raise BenchmarkError(f"{where}: give either labels and target, or questions, not both")
+            if spec.answer_format != "json":
+                raise BenchmarkError(f"{where}: several questions need answer_format: json")
+            self.questions = [
+                self._question(q.name, q.field or q.name, q.labels, q.target, q.positive_coarse) for q in spec.questions
+            ]
+        else:
+            if not spec.labels or not spec.target:
+                raise BenchmarkError(f"{where}: needs labels and target (or questions)")
+            field = "label" if spec.answer_format == "json" else None
+            self.questions = [self._question(None, field, spec.labels, spec.target, spec.positive_coarse)]
+        if spec.answer_format not in ("text", "json"):
+            raise BenchmarkError(f"{where}.answer_format={spec.answer_format!r}: use text or json")
         self.scoring = model_cfg.scoring or spec.scoring
         if self.scoring not in ("generate", "loglikelihood"):
             raise BenchmarkError(f"scoring={self.scoring!r}: use generate or loglikelihood")
+        if self.scoring == "loglikelihood" and (len(self.questions) > 1 or spec.answer_format == "json"):
+            raise BenchmarkError(f"{where}: loglikelihood scoring needs a single question answered as text")
         self.generation = OmegaConf.to_container(model_cfg.generation, resolve=True)
+
+    def _question(self, name, field, labels, target, positive_coarse) -> Question:
+        if not labels:
+            raise BenchmarkError(f"task {self.task.name}: question {name or '(single)'} has no labels")
+        return Question(
+            name=name,
+            field=field,
+            labels=[lab.name for lab in labels if lab.fine],
+            coarse_of={lab.name: lab.coarse for lab in labels if lab.coarse},
+            target=target,
+            positive_coarse=positive_coarse,
+            parse=LabelParser(labels, self.spec.numbered_options, self.spec.whole_words),
+        )
+
+    @property
+    def single(self) -> bool:
+        return self.questions[0].name is None
 
     # --- requests ---------------------------------------------------------------------------------------
     def _variables(self, record: dict) -> dict:
@@ -105,14 +180,18 @@ class Classify:
             for i, m in enumerate(self.task.messages)
         ]
 
-    def target(self, record: dict) -> str:
-        return render(self.spec.target, self._variables(record), f"task {self.task.name}: classify.target").strip()
+    def targets(self, record: dict) -> dict:
+        v = self._variables(record)
+        return {
+            q.name: render(q.target, v, f"task {self.task.name}: {q.name or 'classify'}.target").strip()
+            for q in self.questions
+        }
 
     def check_record(self, record: dict) -> str | None:
-        """Why a record cannot be scored (its gold label is not a label of the task), or None."""
-        gold = self.target(record)
-        if gold not in self.labels:
-            return f"gold label {gold!r} is not one of the task's labels {self.labels}"
+        """Why a record cannot be scored (a gold label that is not a label of the task), or None."""
+        for q, gold in zip(self.questions, self.targets(record).values()):
+            if gold not in q.labels:
+                return f"{q.metric('gold label')} {gold!r} is not one of the task's labels {q.labels}"
         return None
 
     def preflight(self, record: dict) -> None:
@@ -121,17 +200,25 @@ class Classify:
         for k, t in self.spec.classifier_input.items():
             render(t, self._variables(record), f"task {self.task.name}: classifier_input.{k}")
 
+    def _fit(self, record: dict, backend) -> tuple[dict, int]:
+        """The record cut to the model's context (whole lines from the start of `truncate.field`); lines cut."""
+        spec = self.spec.truncate
+        if spec is None or not backend.supports("overflow"):
+            return record, 0
+        lines = str(record[spec.field]).split("\n")
+        cut = 0
+        while backend.overflow(self.messages(record), self.generation["max_new_tokens"]) > 0 and cut < len(lines) - 1:
+            cut += 1
+            record = {**record, spec.field: "\n".join(lines[cut:])}
+        return record, cut
+
     def evaluate(self, records: list[dict], model) -> list[dict]:
-        """One sample per record: what was asked, what came back, the parsed label and the gold label."""
+        """One sample per record: what was asked, what came back, the parsed labels and the gold labels."""
         backend = model.backend
+        if backend.supports("replay"):
+            outs = model("replay", [{"task": self.task.name, "id": r["id"]} for r in records])
+            return [self._sample(r, None, out, 0) for r, out in zip(records, outs)]
         if backend.supports("classify"):
-            mode = "classify"
-        elif self.scoring == "loglikelihood":
-            mode = "loglikelihood"
-        else:
-            mode = "generate"
-        samples = []
-        if mode == "classify":
             if not self.spec.classifier_input:
                 raise BenchmarkError(f"task {self.task.name}: classifier models need classify.classifier_input")
             inputs = [
@@ -140,79 +227,122 @@ class Classify:
                 for r in records
             ]
             outs = model("classify", [{"input": x} for x in inputs])
-            for r, x, out in zip(records, inputs, outs):
-                samples.append(self._sample(r, x, out, lambda o: o["label"]))
-        elif mode == "generate":
-            convs = [self.messages(r) for r in records]
+            return [self._sample(r, x, o if isinstance(o, Failure) else o["label"], 0, o)
+                    for r, x, o in zip(records, inputs, outs)]
+        fitted = [self._fit(r, backend) for r in records]
+        convs = [self.messages(r) for r, _ in fitted]
+        if self.scoring == "generate":
             outs = model("generate", [{"messages": c, "generation": self.generation} for c in convs])
-            for r, c, out in zip(records, convs, outs):
-                samples.append(self._sample(r, c, out, lambda o: o))
-        else:
-            convs = [self.messages(r) for r in records]
-            payloads = [{"messages": c, "continuation": lab} for c in convs for lab in self.labels]
-            outs = model("loglikelihood", payloads)
-            k = len(self.labels)
-            for i, (r, c) in enumerate(zip(records, convs)):
-                lls = outs[i * k : (i + 1) * k]
-                failed = next((o for o in lls if isinstance(o, Failure)), None)
-                out = failed or dict(zip(self.labels, lls))
-                samples.append(self._sample(r, c, out, lambda o: max(o, key=o.get)))
+            return [self._sample(r, c, o, cut) for (r, cut), c, o in zip(fitted, convs, outs)]
+        labels = self.questions[0].labels
+        outs = model("loglikelihood", [{"messages": c, "continuation": lab} for c in convs for lab in labels])
+        samples = []
+        for i, ((r, cut), c) in enumerate(zip(fitted, convs)):
+            lls = outs[i * len(labels) : (i + 1) * len(labels)]
+            failed = next((o for o in lls if isinstance(o, Failure)), None)
+            scores = dict(zip(labels, lls))
+            samples.append(self._sample(r, c, failed or max(scores, key=scores.get), cut, failed or scores))
         return samples
 
-    def _sample(self, record, prompt, out, to_answer) -> dict:
+    def _answers(self, answer) -> dict:
+        if self.spec.answer_format == "text":
+            return {None: self.questions[0].parse(answer)}
+        obj = extract_json(answer)
+        parsed = {}
+        for q in self.questions:
+            value = obj.get(q.field) if obj else None
+            if isinstance(value, dict):  # {"answer": 3, "reason": "..."}
+                value = value.get("answer")
+            parsed[q.name] = q.parse(value)
+        return parsed
+
+    def _sample(self, record, prompt, answer, cut: int, output=None) -> dict:
+        """`answer` is what the parser reads; `output` what the model returned, when that differs."""
         sample = {
             "id": record["id"],
             "input": {k: v for k, v in record.items() if k != "id"},
             "prompt": prompt,
-            "target": self.target(record),
-            "group": {g: record.get(g) for g in self.task.group_by},
         }
-        if isinstance(out, Failure):
-            sample.update(output=None, prediction=INVALID, error=out.error)
+        targets = self.targets(record)
+        if isinstance(answer, Failure):
+            predictions = {q.name: INVALID for q in self.questions}
+            sample.update(output=None, error=answer.error)
         else:
-            answer = to_answer(out)
-            sample.update(output=out, prediction=self.parse(answer), error=None)
+            predictions = self._answers(answer)
+            sample.update(output=answer if output is None else output, error=None)
+        if self.single:
+            sample.update(target=targets[None], prediction=predictions[None])
+        else:
+            sample.update(target=targets, prediction=predictions)
+        sample["group"] = {g: record.get(g) for g in self.task.group_by}
+        if cut:
+            sample["truncated_lines"] = cut
         return sample
 
     # --- metrics ----------------------------------------------------------------------------------------
     def score(self, samples: list[dict], resamples: int, seed: int) -> tuple[dict, dict]:
-        gold_l = [s["target"] for s in samples]
-        pred_l = [s["prediction"] for s in samples]
+        metrics, breakdown = {}, {}
+        for q in self.questions:
+            gold = [s["target"] if self.single else s["target"][q.name] for s in samples]
+            pred = [s["prediction"] if self.single else s["prediction"][q.name] for s in samples]
+            m, b = self._score_question(q, gold, pred, samples, resamples, seed)
+            metrics.update(m)
+            if self.single:
+                breakdown.update(b)
+            else:
+                breakdown[q.name] = b
+        truncated = sum(1 for s in samples if s.get("truncated_lines"))
+        if self.spec.truncate is not None:
+            breakdown["truncated"] = {"records": truncated, "field": self.spec.truncate.field}
+        return metrics, breakdown
+
+    def _score_question(self, q: Question, gold_l, pred_l, samples, resamples, seed):
         # the fine classes the macro average runs over: those that occur, as scikit-learn does without `labels`
-        present = [c for c in self.labels if c in set(gold_l) | set(pred_l)]
+        present = [c for c in q.labels if c in set(gold_l) | set(pred_l)]
         gold, pred = M.encode(gold_l, present), M.encode(pred_l, present)
         k = len(present)
-        metrics = {
-            "macro_f1": M.point_and_ci(M.macro_f1, gold, pred, k, resamples, seed),
-            "accuracy": M.point_and_ci(M.accuracy, gold, pred, k, resamples, seed),
-        }
         invalid = np.array([p == INVALID for p in pred_l], dtype=np.int64)
-        metrics["invalid_rate"] = M.point_and_ci(M.rate_of(1), invalid, invalid, 1, resamples, seed)
-        breakdown = {"per_class": self._per_class(gold, pred, present, k)}
-        breakdown["confusion"] = {
-            "labels": present + ["other"],
-            "matrix": M.confusion(gold[None, :], pred[None, :], k)[0].tolist(),
+        metrics = {
+            q.metric("macro_f1"): M.point_and_ci(M.macro_f1, gold, pred, k, resamples, seed),
+            q.metric("accuracy"): M.point_and_ci(M.accuracy, gold, pred, k, resamples, seed),
+            q.metric("invalid_rate"): M.point_and_ci(M.rate_of(1), invalid, invalid, 1, resamples, seed),
         }
-        if self.coarse_classes:
-            cg_l = [self.coarse_of.get(g, INVALID) for g in gold_l]
-            cp_l = [self.coarse_of.get(p, INVALID) for p in pred_l]
-            cc = self.coarse_classes
-            cg, cp = M.encode(cg_l, cc), M.encode(cp_l, cc)
-            metrics["coarse_macro_f1"] = M.point_and_ci(M.macro_f1, cg, cp, len(cc), resamples, seed)
-            if self.spec.positive_coarse in cc:
-                c = cc.index(self.spec.positive_coarse)
-                metrics[f"coarse_{self.spec.positive_coarse}_f1"] = M.point_and_ci(
-                    M.class_f1(c), cg, cp, len(cc), resamples, seed
+        breakdown = {
+            "per_class": self._per_class(gold, pred, present, k),
+            "confusion": {
+                "labels": present + ["other"],
+                "matrix": M.confusion(gold[None, :], pred[None, :], k)[0].tolist(),
+            },
+        }
+        majority = Counter(gold_l).most_common(1)[0][0]
+        gold_classes = [c for c in q.labels if c in set(gold_l)]
+        g, always = M.encode(gold_l, gold_classes), M.encode([majority] * len(gold_l), gold_classes)
+        breakdown["majority_baseline"] = {
+            "label": majority,
+            "accuracy": float(M.accuracy(g[None], always[None], len(gold_classes))[0]),
+            "macro_f1": float(M.macro_f1(g[None], always[None], len(gold_classes))[0]),
+        }
+        coarse_classes = sorted(set(q.coarse_of.values()))
+        if coarse_classes:
+            cg = M.encode([q.coarse_of.get(g, INVALID) for g in gold_l], coarse_classes)
+            cp = M.encode([q.coarse_of.get(p, INVALID) for p in pred_l], coarse_classes)
+            kc = len(coarse_classes)
+            metrics[q.metric("coarse_macro_f1")] = M.point_and_ci(M.macro_f1, cg, cp, kc, resamples, seed)
+            if q.positive_coarse in coarse_classes:
+                c = coarse_classes.index(q.positive_coarse)
+                metrics[q.metric(f"coarse_{q.positive_coarse}_f1")] = M.point_and_ci(
+                    M.class_f1(c), cg, cp, kc, resamples, seed
                 )
-            breakdown["coarse_per_class"] = self._per_class(cg, cp, cc, len(cc))
+            breakdown["coarse_per_class"] = self._per_class(cg, cp, coarse_classes, kc)
         for field in self.task.group_by:
+            values = [str(s["group"].get(field)) for s in samples]
             groups = {}
-            for value in sorted({str(s["group"].get(field)) for s in samples}):
-                mask = np.array([str(s["group"].get(field)) == value for s in samples])
+            for value in sorted(set(values)):
+                mask = np.array([v == value for v in values])
                 groups[value] = {
                     "n": int(mask.sum()),
                     "accuracy": float((gold[mask] == pred[mask]).mean()),
-                    "invalid_rate": float(np.mean([p == INVALID for p, m in zip(pred_l, mask) if m])),
+                    "invalid_rate": float(invalid[mask].mean()),
                 }
             breakdown[f"by_{field}"] = groups
         breakdown["predictions"] = dict(Counter(pred_l).most_common())

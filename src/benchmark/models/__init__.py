@@ -11,7 +11,7 @@ from .. import BenchmarkError
 from .base import Backend
 
 LMEVAL_BACKENDS = ("hf", "vllm", "local-chat-completions")
-SUITE_BACKENDS = ("profanity-check",)
+SUITE_BACKENDS = ("profanity-check", "replay")
 
 # Fields that change how a run is executed but not what the model answers.
 _NOT_HASHED = ("name", "metadata", "batch_size", "num_concurrent", "max_retries", "timeout", "device")
@@ -24,7 +24,7 @@ def model_sha256(cfg) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
-def load_backend(cfg, allow_remote_code: bool) -> Backend:
+def load_backend(cfg, allow_remote_code: bool, data_root: str | None = None) -> Backend:
     if cfg.trust_remote_code and not allow_remote_code:
         raise BenchmarkError(
             f"model {cfg.name} runs code from its repository (trust_remote_code: true). Review that code, then "
@@ -38,6 +38,10 @@ def load_backend(cfg, allow_remote_code: bool) -> Backend:
         from .profanity import ProfanityCheck
 
         return ProfanityCheck(cfg)
+    if cfg.backend == "replay":
+        from .replay import Replay
+
+        return Replay(cfg, data_root)
     raise BenchmarkError(
         f"model {cfg.name}: unknown backend {cfg.backend!r}; available: {', '.join(LMEVAL_BACKENDS + SUITE_BACKENDS)}"
     )

@@ -17,5 +17,13 @@ class Backend:
         """Labels for inputs with named parts (context, response): [{"label": str, "score": float}]."""
         raise NotImplementedError(f"{type(self).__name__} is not a classifier")
 
+    def replay(self, items: list[dict]) -> list[str]:
+        """Recorded answers for records, by id: [{"task": name, "id": record id}]."""
+        raise NotImplementedError(f"{type(self).__name__} has no recorded answers")
+
+    def overflow(self, messages: list[dict], max_new_tokens: int) -> int:
+        """By how many tokens a prompt and its answer exceed the model's context (<= 0: it fits)."""
+        raise NotImplementedError(f"{type(self).__name__} does not know its context length")
+
     def supports(self, op: str) -> bool:
         return getattr(type(self), op) is not getattr(Backend, op)

@@ -67,6 +67,8 @@ class CachedModel:
             return self.backend.generate([p["messages"] for p in payloads], generation)
         if op == "loglikelihood":
             return self.backend.loglikelihood([(p["messages"], p["continuation"]) for p in payloads])
+        if op == "replay":
+            return self.backend.replay(payloads)
         if op == "classify":
             return self.backend.classify([p["input"] for p in payloads])
         raise ValueError(f"unknown operation {op!r}")

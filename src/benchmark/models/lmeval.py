@@ -78,6 +78,16 @@ class LMEvalBackend(Backend):
             return self.lm.apply_chat_template(messages, add_generation_prompt=True)
         return "\n\n".join(m["content"] for m in messages) + "\n"
 
+    def overflow(self, messages, max_new_tokens):
+        if self.cfg.backend in API_BACKENDS:
+            return super().overflow(messages, max_new_tokens)
+        return len(self.lm.tok_encode(self._context(messages))) + max_new_tokens - self.lm.max_length
+
+    def supports(self, op):
+        if self.cfg.backend in API_BACKENDS and op in ("overflow", "loglikelihood"):
+            return False
+        return super().supports(op)
+
     def generate(self, conversations, generation):
         from lm_eval.api.instance import Instance
 
@@ -99,8 +109,6 @@ class LMEvalBackend(Backend):
     def loglikelihood(self, pairs):
         from lm_eval.api.instance import Instance
 
-        if self.cfg.backend in API_BACKENDS:
-            return super().loglikelihood(pairs)
         requests = [
             Instance(request_type="loglikelihood", doc={}, arguments=(self._context(m), " " + c), idx=i)
             for i, (m, c) in enumerate(pairs)
