@@ -85,6 +85,41 @@ def build_tiny_model(out: Path) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def chat_server(tiny_model):
+    """`transformers serve` on 127.0.0.1 with the tiny model: a real OpenAI-compatible endpoint."""
+    import shutil
+    import socket
+    import time
+    import urllib.request
+
+    exe = shutil.which("transformers")
+    if exe is None:
+        pytest.skip("the `transformers` command is not installed (pip install 'transformers[serving]')")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(tiny_model / "serve.log", "w")
+    proc = subprocess.Popen([exe, "serve", str(tiny_model), "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    pytest.fail(f"transformers serve exited: {(tiny_model / 'serve.log').read_text()[-2000:]}")
+                time.sleep(0.5)
+        else:
+            pytest.fail("transformers serve did not answer /health within 60 s")
+        yield f"http://127.0.0.1:{port}/v1/chat/completions"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
 @pytest.fixture
 def compose(tmp_path):
     """Compose the run config as the command line would, with results and cache inside the test's folder."""
