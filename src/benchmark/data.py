@@ -31,33 +31,33 @@ def records_sha256(rows: list[dict]) -> str:
     return h.hexdigest()
 
 
-def _load_rows(data, data_root: str | None, task_name: str) -> tuple[list[dict], str]:
+def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]:
     import datasets
 
     if data.format not in _BUILDERS:
-        raise BenchmarkError(f"task {task_name}: data.format={data.format!r} is not one of {sorted(_BUILDERS)}")
+        raise BenchmarkError(f"{where}: data.format={data.format!r} is not one of {sorted(_BUILDERS)}")
     builder = _BUILDERS[data.format]
     if data_root:
         path = Path(data_root).expanduser().resolve() / data.path
         if not path.is_file():
             raise BenchmarkError(
-                f"task {task_name}: data file not found: {path} (data_root={data_root}, task.data.path={data.path})"
+                f"{where}: data file not found: {path} (data_root={data_root}, task.data.path={data.path})"
             )
         try:
             ds = datasets.load_dataset(builder, data_files=str(path), split="train")
         except ValueError as e:
             if "corresponds to no data" in str(e):  # what `datasets` says of a file with no rows
                 return [], f"data_root:{data.path}"
-            raise BenchmarkError(f"task {task_name}: could not read {path} as {data.format}: {e}") from None
+            raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {e}") from None
         except Exception as e:
-            raise BenchmarkError(f"task {task_name}: could not read {path} as {data.format}: {type(e).__name__}: {e}") from None
+            raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {type(e).__name__}: {e}") from None
         return ds.to_list(), f"data_root:{data.path}"
     if data.url:
         try:
             ds = datasets.load_dataset(builder, data_files=data.url, split="train")
         except Exception as e:  # offline, moved file, proxy...: one message with the way out
             raise BenchmarkError(
-                f"task {task_name}: could not fetch {data.url} ({type(e).__name__}) and no data_root is set; "
+                f"{where}: could not fetch {data.url} ({type(e).__name__}) and no data_root is set; "
                 f"{DATA_ROOT_HINT}: a folder holding {data.path}"
             ) from None
         return ds.to_list(), data.url
@@ -66,20 +66,24 @@ def _load_rows(data, data_root: str | None, task_name: str) -> tuple[list[dict],
             ds = datasets.load_dataset(data.hub, data.hub_config, split=data.hub_split or data.split)
         except Exception as e:
             raise BenchmarkError(
-                f"task {task_name}: could not load hub dataset {data.hub} ({type(e).__name__}) and no data_root "
+                f"{where}: could not load hub dataset {data.hub} ({type(e).__name__}) and no data_root "
                 f"is set; {DATA_ROOT_HINT}: a folder holding {data.path}"
             ) from None
         return ds.to_list(), f"hub:{data.hub}"
-    raise BenchmarkError(f"task {task_name}: no data_root and no remote source (data.url or data.hub); {DATA_ROOT_HINT}")
+    raise BenchmarkError(f"{where}: no data_root and no remote source (data.url or data.hub); {DATA_ROOT_HINT}")
+
+
+def record_id(row: dict, index: int, id_field: str | None) -> str:
+    return str(row.get(id_field)) if id_field else str(index)
 
 
 def load_records(task, data_root: str | None) -> Records:
-    rows, source = _load_rows(task.data, data_root, task.name)
+    rows, source = load_rows(task.data, data_root, f"task {task.name}")
     sha = records_sha256(rows)
     items, malformed = [], []
     seen = set()
     for index, row in enumerate(rows):
-        rid = str(row.get(task.data.id_field)) if task.data.id_field else str(index)
+        rid = record_id(row, index, task.data.id_field)
         missing = [f for f in task.data.required if row.get(f) is None]
         if rid in seen:
             malformed.append({"id": rid, "error": f"duplicate id {rid!r}"})

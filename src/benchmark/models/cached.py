@@ -23,7 +23,6 @@ class CachedModel:
         self.cache = cache
         self.calls = 0  # requests sent to the backend
         self.hits = 0  # requests answered from the cache
-        self.failures = 0
 
     def __call__(self, op: str, payloads: list[dict]) -> list:
         keys = [request_key(self.sha, op, p) for p in payloads]
@@ -36,9 +35,7 @@ class CachedModel:
         if todo:
             results = self._ask(op, list(todo.values()))
             self.calls += len(todo)
-            done = {k: r for k, r in zip(todo, results) if not isinstance(r, Failure)}
-            self.failures += len(todo) - len(done)
-            self.cache.put_many(self.sha, done)
+            self.cache.put_many(self.sha, {k: r for k, r in zip(todo, results) if not isinstance(r, Failure)})
             found.update(zip(todo, results))
         return [found[k] for k in keys]
 

@@ -6,8 +6,6 @@ the task's own parser and metrics exactly as a live model's answers would.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from .. import BenchmarkError
 from ..templates import render
 from .base import Backend
@@ -15,24 +13,17 @@ from .base import Backend
 
 class Replay(Backend):
     def __init__(self, cfg, data_root: str | None):
-        from ..data import load_records
+        from ..data import load_rows, record_id
 
         spec = cfg.replay
         if spec is None:
             raise BenchmarkError(f"model {cfg.name}: backend replay needs a `replay:` section (path, output)")
         if not data_root:
             raise BenchmarkError(f"model {cfg.name}: replay reads {spec.path} under data_root; set data_root=DIR")
-        source = SimpleNamespace(
-            name=f"model {cfg.name}",
-            data=SimpleNamespace(path=spec.path, format=spec.format, url=None, hub=None, split="replay",
-                                 id_field=spec.id_field, required=[]),
-            derived={},
-            options={},
-        )
-        records = load_records(source, data_root)
+        rows, _ = load_rows(spec, data_root, f"model {cfg.name}")
         self.name = cfg.name
         self.template = spec.output
-        self.rows = {r["id"]: r for r in records.items}
+        self.rows = {record_id(row, i, spec.id_field): row for i, row in enumerate(rows)}
 
     def replay(self, items):
         outputs = []
