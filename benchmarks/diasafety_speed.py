@@ -87,7 +87,7 @@ def against_lm_eval(work: Path, data_root: Path, limit: int, batch_size: int, ge
         cfg = compose("config", overrides=[
             "model=hf", f"model.pretrained={model_dir}", f"model.batch_size={batch_size}", f"limit={limit}",
             f"model.generation.max_new_tokens={gen_toks}", f"results_dir={work / 'results-ours'}",
-            f"data_root={data_root}", "progress=false", f"chunk_size={limit}",
+            f"data_root={data_root}", "progress=false",
         ])
     start = time.perf_counter()
     card, _ = run(cfg)

@@ -37,6 +37,19 @@ def test_class_f1_of_binary_view_matches_sklearn():
     assert M.class_f1(1)(g[None], p[None], 2)[0] == pytest.approx(f1_score(gold, pred, labels=["unsafe"], average="macro"))
 
 
+def test_batched_macro_f1_matches_sklearn_per_resample():
+    """Each row is a resample; classes absent from a row's gold labels are left out of its average."""
+    rng = np.random.default_rng(1)
+    gold = rng.integers(0, 4, 40)
+    pred = np.where(rng.random(40) < 0.5, gold, rng.integers(0, 5, 40))
+    idx = rng.integers(0, 40, size=(30, 40))
+    idx[0] = np.flatnonzero(gold != 3)[rng.integers(0, (gold != 3).sum(), 40)]  # a resample with no class 3
+    ours = M.macro_f1(gold[idx], pred[idx], 4)
+    for row, i in zip(ours, idx):
+        g, p = gold[i], pred[i]
+        assert row == pytest.approx(f1_score(g, p, labels=sorted(set(g)), average="macro", zero_division=0))
+
+
 def test_bootstrap_is_seeded_and_brackets_the_value():
     rng = np.random.default_rng(0)
     g = rng.integers(0, 4, 500)

@@ -99,7 +99,7 @@ def test_tiny_model_end_to_end_with_truncation(compose, tiny_model, ricota_root)
                              f"model.max_length={max_length}", "model.generation.max_new_tokens=8"))
     samples = [json.loads(line) for line in open(path.parent / "samples.jsonl", encoding="utf-8")]
     assert [s["id"] for s in samples] == ["jailbreak_000", "jailbreak_001", "jailbreak_002"]
-    assert card["breakdown"]["truncated"] == {"records": 1, "field": "conversation_mod"}
+    assert card["breakdown"]["truncated"] == {"records": 1, "too_long": 0, "field": "conversation_mod"}
     short, long_, _ = samples
     assert "truncated_lines" not in short and long_["truncated_lines"] > 0
     user = long_["prompt"][1]["content"]
@@ -108,6 +108,12 @@ def test_tiny_model_end_to_end_with_truncation(compose, tiny_model, ricota_root)
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     prompt = tokenizer.apply_chat_template(long_["prompt"], tokenize=False, add_generation_prompt=True)
     assert len(tokenizer(prompt)["input_ids"]) + 8 <= max_length
+    # and no more was cut than needed: one line fewer would not fit
+    lines = long_["input"]["conversation_mod"].split("\n")
+    one_more = "\n".join(lines[long_["truncated_lines"] - 1:])
+    longer = [long_["prompt"][0], {"role": "user", "content": f"[제목] 긴 대화 제목\n\n{one_more}"}]
+    prompt = tokenizer.apply_chat_template(longer, tokenize=False, add_generation_prompt=True)
+    assert len(tokenizer(prompt)["input_ids"]) + 8 > max_length
     for s in samples:
         assert set(s["prediction"]) == set(s["target"]) == {"conversation_type", "test_purpose"}
     assert set(card["metrics"]) == {f"{q}.{m}" for q in ("conversation_type", "test_purpose")

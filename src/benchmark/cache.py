@@ -6,16 +6,16 @@ and write the same file at once.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import time
 from pathlib import Path
 
+from .hashing import sha256_json
+
 
 def request_key(model_sha: str, op: str, payload) -> str:
-    blob = json.dumps([model_sha, op, payload], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return sha256_json([model_sha, op, payload])
 
 
 class ResponseCache:

@@ -41,7 +41,7 @@ def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]
         path = Path(data_root).expanduser().resolve() / data.path
         if not path.is_file():
             raise BenchmarkError(
-                f"{where}: data file not found: {path} (data_root={data_root}, task.data.path={data.path})"
+                f"{where}: data file not found: {path} (data_root={data_root}, path={data.path})"
             )
         try:
             ds = datasets.load_dataset(builder, data_files=str(path), split="train")

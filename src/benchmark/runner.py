@@ -7,7 +7,6 @@ and asks the model nothing it already answered.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -18,9 +17,10 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from . import BenchmarkError, scorecard
+from . import BenchmarkError, __version__, scorecard
 from .cache import ResponseCache
 from .data import load_records
+from .hashing import sha256_json
 from .kinds import make_kind
 from .models import load_backend, model_sha256
 from .models.cached import CachedModel
@@ -28,16 +28,11 @@ from .models.cached import CachedModel
 MIN_FREE_BYTES = 50 * 2**20
 
 
-def config_sha256(node) -> str:
-    data = OmegaConf.to_container(node, resolve=True)
-    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
-def run_dir_for(cfg, model_sha: str, task_sha: str) -> Path:
+def run_dir_for(cfg, manifest: dict) -> Path:
     if cfg.output_dir:
         return Path(cfg.output_dir).expanduser()
-    # the same command always lands in the same folder, which is what lets a rerun resume
-    run_id = hashlib.sha256(f"{model_sha}:{task_sha}:{cfg.limit}:{cfg.seed}".encode()).hexdigest()[:12]
+    # the same command on the same data always lands in the same folder, which is what lets a rerun resume
+    run_id = sha256_json([manifest, cfg.limit, cfg.seed])[:12]
     return Path(cfg.results_dir) / cfg.model.name / cfg.task.name / run_id
 
 
@@ -97,7 +92,8 @@ def run(cfg) -> tuple[dict, Path]:
         raise BenchmarkError(f"limit={cfg.limit}: use a positive number of records, or null for all")
     task, model_cfg = cfg.task, cfg.model
     kind = make_kind(task, model_cfg)
-    model_sha, task_sha = model_sha256(model_cfg), config_sha256(task)
+    model_sha = model_sha256(model_cfg, cfg.data_root)
+    task_sha = sha256_json(OmegaConf.to_container(task, resolve=True))
 
     records = load_records(task, cfg.data_root)
     malformed = list(records.malformed)
@@ -121,9 +117,12 @@ def run(cfg) -> tuple[dict, Path]:
             file=sys.stderr,
         )
     kind.preflight(items[0])
-    run_dir = run_dir_for(cfg, model_sha, task_sha)
+    # a new suite version may parse answers differently: it starts a new run (the response cache still answers)
+    manifest = {"model_sha256": model_sha, "task_sha256": task_sha, "data_sha256": records.sha256,
+                "benchmark_version": __version__}
+    run_dir = run_dir_for(cfg, manifest)
     _prepare_dir(run_dir)
-    _check_manifest(run_dir, {"model_sha256": model_sha, "task_sha256": task_sha, "data_sha256": records.sha256})
+    _check_manifest(run_dir, manifest)
     samples_path = run_dir / "samples.jsonl"
     done = {i: s for i, s in read_samples(samples_path).items() if s.get("error") is None}
     pending = [r for r in items if r["id"] not in done]

@@ -47,7 +47,7 @@ class ReplayConfig:
 @dataclass
 class ModelConfig:
     name: str = MISSING
-    # hf | local-chat-completions | vllm (lm-eval backends) or a suite backend: profanity-check
+    # hf | local-chat-completions | vllm (lm-eval backends) or a suite backend: profanity-check | replay
     backend: str = MISSING
     pretrained: Optional[str] = None  # hub id or local path (hf, vllm)
     revision: Optional[str] = None
@@ -65,7 +65,7 @@ class ModelConfig:
     num_concurrent: int = 1
     max_retries: int = 3
     timeout: int = 300
-    # classifier backends: which part of the record they read (response | context+response | pair)
+    # classifier backends: which part of the record they read (response | context+response)
     input: str = "response"
     threshold: float = 0.5
     scoring: Optional[str] = None  # generate | loglikelihood; null: the task's choice
@@ -167,12 +167,10 @@ class RunConfig:
     cache_dir: str = "results/.cache"
     allow_remote_code: bool = False
     bootstrap: int = 1000
-    chunk_size: int = 256  # samples per batch written to disk; smaller saves more often
+    chunk_size: int = 64  # requests per batch: answers are cached and samples written after each batch
     progress: bool = True
 
 
 def register() -> None:
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)
-    cs.store(group="schema", name="model", node=ModelConfig)
-    cs.store(group="schema", name="task", node=TaskConfig)

@@ -37,12 +37,14 @@ class LabelParser:
        abbreviation, or, with numbered options, a label's position (1..K).
     2. Otherwise every mention of a label in the answer is found (longest mention wins where two overlap, so
        "not safe" is not read as "safe"); one distinct fine label mentioned is the answer; several are ambiguous,
-       hence invalid; with no fine label, one distinct coarse-only answer (e.g. "Unsafe") is the answer.
+       hence invalid, and so is a label beside a coarse-only answer that contradicts it ("Safe/Unsafe"); with no
+       fine label, one distinct coarse-only answer (e.g. "Unsafe") is the answer.
     Mentions are whole words unless `whole_words` is false (Korean attaches particles: "일상대화입니다").
     """
 
     def __init__(self, labels, numbered: bool = False, whole_words: bool = True):
         self.fine = {lab.name for lab in labels if lab.fine}
+        self.coarse = {lab.name: lab.coarse for lab in labels}
         self.numbered = [lab.name for lab in labels if lab.fine] if numbered else []
         self.exact: dict[str, str] = {}
         self.exact_cased: dict[str, str] = {}
@@ -86,7 +88,11 @@ class LabelParser:
         found = {name for _, _, name in taken}
         fine = found & self.fine
         if len(fine) == 1:
-            return fine.pop()
+            label = fine.pop()
+            # "Unsafe: Offending User" agrees with itself; "Safe/Unsafe" does not
+            if all(self.coarse.get(other) == self.coarse.get(label) for other in found - {label}):
+                return label
+            return INVALID
         if not fine and len(found) == 1:
             return found.pop()
         return INVALID
@@ -194,23 +200,41 @@ class Classify:
                 return f"{q.metric('gold label')} {gold!r} is not one of the task's labels {q.labels}"
         return None
 
+    def classifier_input(self, record: dict) -> dict:
+        v = self._variables(record)
+        return {k: render(t, v, f"task {self.task.name}: classifier_input.{k}")
+                for k, t in self.spec.classifier_input.items()}
+
     def preflight(self, record: dict) -> None:
         """Render every template once, so a broken task file fails before a model is loaded."""
         self.messages(record)
-        for k, t in self.spec.classifier_input.items():
-            render(t, self._variables(record), f"task {self.task.name}: classifier_input.{k}")
+        self.classifier_input(record)
 
     def _fit(self, record: dict, backend) -> tuple[dict, int]:
-        """The record cut to the model's context (whole lines from the start of `truncate.field`); lines cut."""
+        """The record cut to the model's context: the fewest whole lines from the start of `truncate.field`.
+
+        Returns the record and the lines cut; -1 when even the last line alone does not fit (sent as it is).
+        """
         spec = self.spec.truncate
         if spec is None or not backend.supports("overflow"):
             return record, 0
         lines = str(record[spec.field]).split("\n")
-        cut = 0
-        while backend.overflow(self.messages(record), self.generation["max_new_tokens"]) > 0 and cut < len(lines) - 1:
-            cut += 1
-            record = {**record, spec.field: "\n".join(lines[cut:])}
-        return record, cut
+
+        def cut_to(k: int) -> dict:
+            return {**record, spec.field: "\n".join(lines[k:])}
+
+        def fits(k: int) -> bool:
+            return backend.overflow(self.messages(cut_to(k)), self.generation["max_new_tokens"]) <= 0
+
+        if fits(0):
+            return record, 0
+        low, high = 1, len(lines) - 1  # binary search for the fewest lines to cut
+        if high < low or not fits(high):
+            return record, -1
+        while low < high:
+            mid = (low + high) // 2
+            low, high = (low, mid) if fits(mid) else (mid + 1, high)
+        return cut_to(low), low
 
     def evaluate(self, records: list[dict], model) -> list[dict]:
         """One sample per record: what was asked, what came back, the parsed labels and the gold labels."""
@@ -221,11 +245,7 @@ class Classify:
         if backend.supports("classify"):
             if not self.spec.classifier_input:
                 raise BenchmarkError(f"task {self.task.name}: classifier models need classify.classifier_input")
-            inputs = [
-                {k: render(t, self._variables(r), f"task {self.task.name}: classifier_input.{k}")
-                 for k, t in self.spec.classifier_input.items()}
-                for r in records
-            ]
+            inputs = [self.classifier_input(r) for r in records]
             outs = model("classify", [{"input": x} for x in inputs])
             return [self._sample(r, x, o if isinstance(o, Failure) else o["label"], 0, o)
                     for r, x, o in zip(records, inputs, outs)]
@@ -233,15 +253,17 @@ class Classify:
         convs = [self.messages(r) for r, _ in fitted]
         if self.scoring == "generate":
             outs = model("generate", [{"messages": c, "generation": self.generation} for c in convs])
-            return [self._sample(r, c, o, cut) for (r, cut), c, o in zip(fitted, convs, outs)]
+            return [self._sample(r, c, o, cut) for r, (_, cut), c, o in zip(records, fitted, convs, outs)]
         labels = self.questions[0].labels
         outs = model("loglikelihood", [{"messages": c, "continuation": lab} for c in convs for lab in labels])
         samples = []
-        for i, ((r, cut), c) in enumerate(zip(fitted, convs)):
+        for i, (r, (_, cut), c) in enumerate(zip(records, fitted, convs)):
             lls = outs[i * len(labels) : (i + 1) * len(labels)]
             failed = next((o for o in lls if isinstance(o, Failure)), None)
             scores = dict(zip(labels, lls))
-            samples.append(self._sample(r, c, failed or max(scores, key=scores.get), cut, failed or scores))
+            # per byte, as lm-eval's acc_norm: a raw sum would favour short labels
+            best = None if failed else max(labels, key=lambda lab: scores[lab] / len(lab.encode("utf-8")))
+            samples.append(self._sample(r, c, failed or best, cut, failed or scores))
         return samples
 
     def _answers(self, answer) -> dict:
@@ -257,7 +279,9 @@ class Classify:
         return parsed
 
     def _sample(self, record, prompt, answer, cut: int, output=None) -> dict:
-        """`answer` is what the parser reads; `output` what the model returned, when that differs."""
+        """`answer` is what the parser reads; `output` what the model returned, when that differs.
+
+        `input` is the record as loaded; `prompt` what the model was asked (cut to its context where needed)."""
         sample = {
             "id": record["id"],
             "input": {k: v for k, v in record.items() if k != "id"},
@@ -291,21 +315,24 @@ class Classify:
                 breakdown.update(b)
             else:
                 breakdown[q.name] = b
-        truncated = sum(1 for s in samples if s.get("truncated_lines"))
         if self.spec.truncate is not None:
-            breakdown["truncated"] = {"records": truncated, "field": self.spec.truncate.field}
+            breakdown["truncated"] = {
+                "records": sum(1 for s in samples if s.get("truncated_lines", 0) > 0),
+                "too_long": sum(1 for s in samples if s.get("truncated_lines") == -1),
+                "field": self.spec.truncate.field,
+            }
         return metrics, breakdown
 
     def _score_question(self, q: Question, gold_l, pred_l, samples, resamples, seed):
-        # the fine classes the macro average runs over: those that occur, as scikit-learn does without `labels`
-        present = [c for c in q.labels if c in set(gold_l) | set(pred_l)]
+        # the classes the macro average runs over: the task's labels that occur among the gold labels
+        present = [c for c in q.labels if c in set(gold_l)]
         gold, pred = M.encode(gold_l, present), M.encode(pred_l, present)
         k = len(present)
         invalid = np.array([p == INVALID for p in pred_l], dtype=np.int64)
         metrics = {
             q.metric("macro_f1"): M.point_and_ci(M.macro_f1, gold, pred, k, resamples, seed),
             q.metric("accuracy"): M.point_and_ci(M.accuracy, gold, pred, k, resamples, seed),
-            q.metric("invalid_rate"): M.point_and_ci(M.rate_of(1), invalid, invalid, 1, resamples, seed),
+            q.metric("invalid_rate"): M.point_and_ci(M.rate, invalid, invalid, 1, resamples, seed),
         }
         breakdown = {
             "per_class": self._per_class(gold, pred, present, k),
@@ -315,14 +342,13 @@ class Classify:
             },
         }
         majority = Counter(gold_l).most_common(1)[0][0]
-        gold_classes = [c for c in q.labels if c in set(gold_l)]
-        g, always = M.encode(gold_l, gold_classes), M.encode([majority] * len(gold_l), gold_classes)
+        always = M.encode([majority] * len(gold_l), present)
         breakdown["majority_baseline"] = {
             "label": majority,
-            "accuracy": float(M.accuracy(g[None], always[None], len(gold_classes))[0]),
-            "macro_f1": float(M.macro_f1(g[None], always[None], len(gold_classes))[0]),
+            "accuracy": float(M.accuracy(gold[None], always[None], k)[0]),
+            "macro_f1": float(M.macro_f1(gold[None], always[None], k)[0]),
         }
-        coarse_classes = sorted(set(q.coarse_of.values()))
+        coarse_classes = sorted({q.coarse_of[g] for g in gold_l if g in q.coarse_of})
         if coarse_classes:
             cg = M.encode([q.coarse_of.get(g, INVALID) for g in gold_l], coarse_classes)
             cp = M.encode([q.coarse_of.get(p, INVALID) for p in pred_l], coarse_classes)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
+from pathlib import Path
 
 from omegaconf import OmegaConf
 
 from .. import BenchmarkError
+from ..hashing import sha256_json
 from .base import Backend
 
 LMEVAL_BACKENDS = ("hf", "vllm", "local-chat-completions")
@@ -17,11 +18,16 @@ SUITE_BACKENDS = ("profanity-check", "replay")
 _NOT_HASHED = ("name", "metadata", "batch_size", "num_concurrent", "max_retries", "timeout", "device")
 
 
-def model_sha256(cfg) -> str:
+def model_sha256(cfg, data_root: str | None = None) -> str:
+    """What decides the model's answers: its config, and for a replay the recorded file's content too."""
     data = OmegaConf.to_container(cfg, resolve=True)
     for key in _NOT_HASHED:
         data.pop(key, None)
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    if cfg.backend == "replay" and cfg.replay is not None and data_root:
+        recorded = Path(data_root).expanduser() / cfg.replay.path
+        if recorded.is_file():
+            data["recorded_sha256"] = hashlib.sha256(recorded.read_bytes()).hexdigest()
+    return sha256_json(data)
 
 
 def load_backend(cfg, allow_remote_code: bool, data_root: str | None = None) -> Backend:

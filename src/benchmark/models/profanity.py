@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import BenchmarkError
 from .base import Backend
 
 _INPUTS = ("response", "context+response")
@@ -10,7 +11,7 @@ _INPUTS = ("response", "context+response")
 class ProfanityCheck(Backend):
     def __init__(self, cfg):
         if cfg.input not in _INPUTS:
-            raise ValueError(f"model.input={cfg.input!r}: profanity-check reads one of {_INPUTS}")
+            raise BenchmarkError(f"model {cfg.name}: model.input={cfg.input!r}; profanity-check reads one of {_INPUTS}")
         from profanity_check import predict_prob
 
         self._predict_prob = predict_prob
