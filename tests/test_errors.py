@@ -25,23 +25,22 @@ def test_unknown_task_lists_the_available_ones(tmp_path):
     assert "\tdiasafety\n" in proc.stderr and "\tdiasafety_noctx\n" in proc.stderr
 
 
-def test_mistyped_key_in_a_model_file_names_key_and_file(tmp_path):
-    folder = tmp_path / "mine" / "model"
+@pytest.mark.parametrize(
+    "group, name, text, message",
+    [
+        ("model", "typo", "name: typo\nbackend: hf\npretrianed: gpt2\n", "Key 'pretrianed' not in 'ModelConfig'"),
+        ("task", "mytask", "defaults:\n  - diasafety\n  - _self_\nname: mytask\nlables: []\n",
+         "Key 'lables' not in 'TaskConfig'"),
+    ],
+)
+def test_mistyped_key_in_a_config_file_names_key_and_file(tmp_path, group, name, text, message):
+    folder = tmp_path / "mine" / group
     folder.mkdir(parents=True)
-    (folder / "typo.yaml").write_text("name: typo\nbackend: hf\npretrianed: gpt2\n")
-    proc = run_cli(f"hydra.searchpath=[file://{tmp_path / 'mine'}]", "model=typo", cwd=tmp_path)
+    (folder / f"{name}.yaml").write_text(text)
+    proc = run_cli(f"hydra.searchpath=[file://{tmp_path / 'mine'}]", f"{group}={name}", cwd=tmp_path)
     assert proc.returncode != 0
-    assert "In 'model/typo'" in proc.stderr and "Key 'pretrianed' not in 'ModelConfig'" in proc.stderr
+    assert f"In '{group}/{name}'" in proc.stderr and message in proc.stderr
     assert "Traceback" not in proc.stderr
-
-
-def test_mistyped_key_in_a_task_file_names_key_and_file(tmp_path):
-    folder = tmp_path / "mine" / "task"
-    folder.mkdir(parents=True)
-    (folder / "mytask.yaml").write_text("defaults:\n  - diasafety\n  - _self_\nname: mytask\nlables: []\n")
-    proc = run_cli(f"hydra.searchpath=[file://{tmp_path / 'mine'}]", "task=mytask", cwd=tmp_path)
-    assert proc.returncode != 0
-    assert "In 'task/mytask'" in proc.stderr and "Key 'lables' not in 'TaskConfig'" in proc.stderr
 
 
 def test_mistyped_override_names_the_key(tmp_path):
