@@ -81,8 +81,13 @@ def load_records(task, data_root: str | None) -> Records:
     rows, source = load_rows(task.data, data_root, f"task {task.name}")
     sha = records_sha256(rows)
     items, malformed = [], []
-    seen = set()
+    seen, combos = set(), set()
     for index, row in enumerate(rows):
+        if task.data.distinct:  # e.g. one record per (category, context) of a file with several responses each
+            combo = tuple(str(row.get(f)) for f in task.data.distinct)
+            if combo in combos:
+                continue
+            combos.add(combo)
         rid = record_id(row, index, task.data.id_field)
         missing = [f for f in task.data.required if row.get(f) is None]
         if rid in seen:

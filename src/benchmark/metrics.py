@@ -58,6 +58,11 @@ def rate(flags, _unused, k):
     return flags.mean(axis=1)
 
 
+def ratio(numerators, denominators, k):
+    """Sum of numerators over sum of denominators: a rate over responses, resampled by record (cluster bootstrap)."""
+    return numerators.sum(axis=1) / np.maximum(denominators.sum(axis=1), 1)
+
+
 def point_and_ci(stat, gold: np.ndarray, pred: np.ndarray, k: int, resamples: int, seed: int) -> dict:
     """{value, ci_low, ci_high, n}: the statistic on the data and the 2.5/97.5 percentiles of its bootstrap."""
     n = len(gold)

@@ -85,6 +85,28 @@ def _check_manifest(run_dir: Path, manifest: dict) -> None:
         path.write_text(json.dumps(manifest, indent=2) + "\n")
 
 
+def _judge_configs(cfg, kind) -> dict:
+    """The judge model config answering each judging step the task declares."""
+    if not kind.judge_steps:
+        return {}
+    task = cfg.task.name
+    if cfg.judge is None:
+        raise BenchmarkError(f"task {task} needs judges for {kind.judge_steps}; choose a panel with judge=NAME "
+                             "(conf/judge/)")
+    missing = [s for s in kind.judge_steps if s not in cfg.judge.models]
+    if missing:
+        raise BenchmarkError(f"judge {cfg.judge.name} has no model for step(s) {missing} of task {task}; "
+                             f"it has {sorted(cfg.judge.models)}")
+    return {s: cfg.judge.models[s] for s in kind.judge_steps}
+
+
+def _seed(seed: int) -> None:
+    """Sampling draws from torch's global generator (lm-eval's hf backend); seed it once per run."""
+    import torch
+
+    torch.manual_seed(seed)
+
+
 def run(cfg) -> tuple[dict, Path]:
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -93,6 +115,8 @@ def run(cfg) -> tuple[dict, Path]:
     task, model_cfg = cfg.task, cfg.model
     kind = make_kind(task, model_cfg)
     model_sha = model_sha256(model_cfg, cfg.data_root)
+    judge_cfgs = _judge_configs(cfg, kind)
+    judge_shas = {step: model_sha256(j, cfg.data_root) for step, j in judge_cfgs.items()}
     task_sha = sha256_json(OmegaConf.to_container(task, resolve=True))
 
     records = load_records(task, cfg.data_root)
@@ -120,6 +144,8 @@ def run(cfg) -> tuple[dict, Path]:
     # a new suite version may parse answers differently: it starts a new run (the response cache still answers)
     manifest = {"model_sha256": model_sha, "task_sha256": task_sha, "data_sha256": records.sha256,
                 "benchmark_version": __version__}
+    if judge_shas:
+        manifest["judge_sha256"] = judge_shas
     run_dir = run_dir_for(cfg, manifest)
     _prepare_dir(run_dir)
     _check_manifest(run_dir, manifest)
@@ -128,25 +154,30 @@ def run(cfg) -> tuple[dict, Path]:
     pending = [r for r in items if r["id"] not in done]
 
     calls = hits = 0
+    cache = ResponseCache(Path(cfg.cache_dir) / "responses.sqlite")
+    # judges are loaded even for a finished run: the card records what they are and how well they measured
+    judges = {step: CachedModel(load_backend(j, cfg.allow_remote_code, cfg.data_root), judge_shas[step], cache)
+              for step, j in judge_cfgs.items()}
     if pending:
         from tqdm import tqdm
 
+        _seed(cfg.seed)
         backend = load_backend(model_cfg, cfg.allow_remote_code, cfg.data_root)
-        cache = ResponseCache(Path(cfg.cache_dir) / "responses.sqlite")
         model = CachedModel(backend, model_sha, cache)
         with open(samples_path, "a", encoding="utf-8") as out, tqdm(
             total=len(pending), desc=f"{model_cfg.name} on {task.name}", unit="sample", disable=not cfg.progress
         ) as bar:
             for start in range(0, len(pending), cfg.chunk_size):
                 chunk = pending[start : start + cfg.chunk_size]
-                for sample in kind.evaluate(chunk, model):
+                for sample in kind.evaluate(chunk, model, judges):
                     out.write(json.dumps(sample, ensure_ascii=False) + "\n")
                     done[sample["id"]] = sample
                 out.flush()
                 os.fsync(out.fileno())
                 bar.update(len(chunk))
-        cache.close()
         calls, hits = model.calls, model.hits
+    judge_calls = {step: j.calls for step, j in judges.items()}
+    cache.close()
 
     # one line per record, in record order: rewrite the log when retries or a wider earlier run left extra lines
     ordered = [done[r["id"]] for r in items]
@@ -184,6 +215,11 @@ def run(cfg) -> tuple[dict, Path]:
             "sha256_matches_task": None if not task.data.sha256 else records.sha256 == task.data.sha256,
             "malformed": malformed,
         },
+        "judges": [
+            {"step": step, "name": j.name, "backend": j.backend, "config_sha256": judge_shas[step],
+             "config": OmegaConf.to_container(j, resolve=True), **judges[step].backend.describe()}
+            for step, j in judge_cfgs.items()
+        ],
         "metrics": metrics,
         "breakdown": breakdown,
         "run": {
@@ -191,6 +227,7 @@ def run(cfg) -> tuple[dict, Path]:
             "wall_s": round(wall, 3),
             "samples_per_s": round(len(pending) / wall, 3) if pending else 0.0,
             "model_calls": calls,
+            "judge_calls": judge_calls,
             "cache_hits": hits,
             "resumed": len(items) - len(pending),
             "failed": sum(1 for s in ordered if s.get("error")),

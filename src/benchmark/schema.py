@@ -31,6 +31,7 @@ class GenerationConfig:
     do_sample: bool = False
     temperature: float = 0.0
     top_p: float = 1.0
+    top_k: Optional[int] = None
     until: List[str] = field(default_factory=list)
 
 
@@ -41,6 +42,9 @@ class ReplayConfig:
     path: str = MISSING  # under data_root
     format: str = "json"
     id_field: Optional[str] = None  # null: position in the file, as the task numbers its records
+    # match by text instead of id: the record field whose value is looked up in the file's `id_field` (whitespace
+    # and case ignored); records with no recorded row are reported as unmatched and left out of the metrics
+    match: Optional[str] = None
     output: str = MISSING  # Jinja template rendering a row into the recorded answer
 
 
@@ -65,9 +69,10 @@ class ModelConfig:
     num_concurrent: int = 1
     max_retries: int = 3
     timeout: int = 300
-    # classifier backends: which part of the record they read (response | context+response)
+    # classifier backends: which part of the record they read (response | context+response | context)
     input: str = "response"
     threshold: float = 0.5
+    phrases: List[str] = field(default_factory=list)  # backend keywords: flagged when one occurs in the input
     scoring: Optional[str] = None  # generate | loglikelihood; null: the task's choice
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     args: Dict[str, Any] = field(default_factory=dict)  # further keyword arguments for the backend
@@ -86,6 +91,7 @@ class DataConfig:
     hub_split: Optional[str] = None
     id_field: Optional[str] = None  # null: the record's position in the file
     required: List[str] = field(default_factory=list)  # fields every record must have
+    distinct: List[str] = field(default_factory=list)  # keep only the first record of each combination of these
     sha256: Optional[str] = None  # known hash of the full split's records
 
 
@@ -139,10 +145,26 @@ class ClassifyConfig:
 
 
 @dataclass
+class JudgeStepConfig:
+    """One judging step of an attack task: a classifier judge reads the response and says unsafe or not."""
+
+    name: str = MISSING  # the judge model answering it: judge.models.<name>
+    input: Dict[str, str] = field(default_factory=dict)  # named parts (context, response, category) as Jinja
+
+
+@dataclass
+class AttackConfig:
+    samples: int = 1  # responses per record (k)
+    generation: Dict[str, Any] = field(default_factory=dict)  # overrides the model's generation settings
+    # in order: the first step that says unsafe decides (the paper's two-step detection: utterance, then context)
+    judges: List[JudgeStepConfig] = field(default_factory=list)
+
+
+@dataclass
 class TaskConfig:
     name: str = MISSING
     version: int = 1
-    kind: str = MISSING  # classify (attack, dialogue_attack arrive with their tasks)
+    kind: str = MISSING  # classify | attack
     language: str = MISSING
     description: str = ""
     citation: str = ""
@@ -153,12 +175,22 @@ class TaskConfig:
     messages: List[Message] = field(default_factory=list)
     group_by: List[str] = field(default_factory=list)  # record fields for the breakdown
     classify: Optional[ClassifyConfig] = None
+    attack: Optional[AttackConfig] = None
+
+
+@dataclass
+class JudgeConfig:
+    """A judge panel (`judge=` group): model configs by the name of the step they answer."""
+
+    name: str = MISSING
+    models: Dict[str, ModelConfig] = field(default_factory=dict)
 
 
 @dataclass
 class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     task: TaskConfig = field(default_factory=TaskConfig)
+    judge: Optional[JudgeConfig] = None
     limit: Optional[int] = None
     seed: int = 1234
     data_root: Optional[str] = None
@@ -171,6 +203,60 @@ class RunConfig:
     progress: bool = True
 
 
+DIASAFETY_REMOTE = (
+    "https://raw.githubusercontent.com/thu-coai/DiaSafety/5106a041b1c7e36f30e02a97c44897a7f2057278/DiaSafety_dataset"
+)
+
+
+@dataclass
+class DetectorTrainConfig:
+    """`python -m benchmark.detector train`: see conf/detector_train.yaml."""
+
+    design: str = "multihead"  # one_vs_all | multiclass | multihead
+    encoder: str = "sentence-transformers/all-MiniLM-L6-v2"  # hub id or local folder
+    with_context: bool = True
+    max_length: int = 128
+    epochs: int = 3
+    batch_size: int = 32
+    lr: float = 5e-5
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    na_ratio: float = 1.0  # one_vs_all: N/A pairs drawn from other categories per pair of the member's own
+    na_weight: Optional[float] = None  # multihead: loss weight of N/A; null: own pairs / N/A pairs (balanced)
+    length_grouped: bool = True
+    seed: int = 1234
+    data_root: Optional[str] = None
+    train_path: str = "diasafety/train.json"
+    val_path: str = "diasafety/val.json"
+    remote: str = DIASAFETY_REMOTE  # without data_root: <remote>/<file name>, fetched and cached by `datasets`
+    limit: Optional[int] = None  # a seeded random subset of each split (tests, quick looks)
+    output_dir: Optional[str] = None  # null: checkpoints/diasafety-<design>-<ctx|noctx>
+    overwrite: bool = False
+    threads: Optional[int] = None  # torch CPU threads; null: torch's default
+    log_every: int = 50
+    progress: bool = True
+
+
+@dataclass
+class DetectorEvalConfig:
+    """`python -m benchmark.detector evaluate`: see conf/detector_evaluate.yaml."""
+
+    detectors: List[str] = field(default_factory=list)  # trained detector folders to compare
+    data_root: Optional[str] = None
+    val_path: str = "diasafety/val.json"
+    test_path: str = "diasafety/test.json"
+    remote: str = DIASAFETY_REMOTE
+    limit: Optional[int] = None
+    report_dir: str = "results/detector-report"
+    detoxify_checkpoint: Optional[str] = None  # a local Detoxify `unbiased` checkpoint adds the paper's Detoxify rows
+    batch_size: int = 64
+    threads: Optional[int] = None
+    bootstrap: int = 1000
+    seed: int = 1234
+
+
 def register() -> None:
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)
+    cs.store(name="detector_train_schema", node=DetectorTrainConfig)
+    cs.store(name="detector_evaluate_schema", node=DetectorEvalConfig)

@@ -1,9 +1,10 @@
 """Task kinds: how records become requests, and responses become samples and metrics."""
 
 from .. import BenchmarkError
+from .attack import Attack
 from .classify import Classify
 
-KINDS = {"classify": Classify}
+KINDS = {"classify": Classify, "attack": Attack}
 
 
 def make_kind(task, model_cfg):

@@ -19,6 +19,7 @@ from .. import BenchmarkError
 from .. import metrics as M
 from ..models.cached import Failure
 from ..templates import render
+from .common import render_messages, variables
 
 INVALID = "invalid"
 _PREFIX = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?(?:answer|label|category|class|prediction)\s*(?:is)?\s*[:\-=]?\s*", re.I)
@@ -176,15 +177,13 @@ class Classify:
         return self.questions[0].name is None
 
     # --- requests ---------------------------------------------------------------------------------------
+    judge_steps: list[str] = []  # classify asks no judge
+
     def _variables(self, record: dict) -> dict:
-        return {**record, "options": self.task.options}
+        return variables(self.task, record)
 
     def messages(self, record: dict) -> list[dict]:
-        v = self._variables(record)
-        return [
-            {"role": m.role, "content": render(m.content, v, f"task {self.task.name}: messages[{i}]")}
-            for i, m in enumerate(self.task.messages)
-        ]
+        return render_messages(self.task, record)
 
     def targets(self, record: dict) -> dict:
         v = self._variables(record)
@@ -236,7 +235,7 @@ class Classify:
             low, high = (low, mid) if fits(mid) else (mid + 1, high)
         return cut_to(low), low
 
-    def evaluate(self, records: list[dict], model) -> list[dict]:
+    def evaluate(self, records: list[dict], model, judges=None) -> list[dict]:
         """One sample per record: what was asked, what came back, the parsed labels and the gold labels."""
         backend = model.backend
         if backend.supports("replay"):

@@ -12,7 +12,7 @@ from ..hashing import sha256_json
 from .base import Backend
 
 LMEVAL_BACKENDS = ("hf", "vllm", "local-chat-completions")
-SUITE_BACKENDS = ("profanity-check", "replay")
+SUITE_BACKENDS = ("profanity-check", "diasafety-detector", "keywords", "replay")
 
 # Fields that change how a run is executed but not what the model answers.
 _NOT_HASHED = ("name", "metadata", "batch_size", "num_concurrent", "max_retries", "timeout", "device")
@@ -27,6 +27,10 @@ def model_sha256(cfg, data_root: str | None = None) -> str:
         recorded = Path(data_root).expanduser() / cfg.replay.path
         if recorded.is_file():
             data["recorded_sha256"] = hashlib.sha256(recorded.read_bytes()).hexdigest()
+    if cfg.backend == "diasafety-detector" and cfg.pretrained:
+        from ..detector.model import read_manifest
+
+        data["weights_sha256"] = read_manifest(cfg.pretrained)["weights_sha256"]
     return sha256_json(data)
 
 
@@ -43,7 +47,15 @@ def load_backend(cfg, allow_remote_code: bool, data_root: str | None = None) -> 
     if cfg.backend == "profanity-check":
         from .profanity import ProfanityCheck
 
-        return ProfanityCheck(cfg)
+        return ProfanityCheck(cfg, data_root)
+    if cfg.backend == "diasafety-detector":
+        from .detector import DiaSafetyDetector
+
+        return DiaSafetyDetector(cfg)
+    if cfg.backend == "keywords":
+        from .keywords import Keywords
+
+        return Keywords(cfg)
     if cfg.backend == "replay":
         from .replay import Replay
 

@@ -14,7 +14,7 @@ class Backend:
         raise NotImplementedError(f"{type(self).__name__} gives no log-likelihoods")
 
     def classify(self, inputs: list[dict[str, str]]) -> list[dict]:
-        """Labels for inputs with named parts (context, response): [{"label": str, "score": float}]."""
+        """Labels for inputs with named parts (context, response, category): [{"label", "unsafe", "score"}]."""
         raise NotImplementedError(f"{type(self).__name__} is not a classifier")
 
     def replay(self, items: list[dict]) -> list[str]:
@@ -24,6 +24,10 @@ class Backend:
     def overflow(self, messages: list[dict], max_new_tokens: int) -> int:
         """By how many tokens a prompt and its answer exceed the model's context (<= 0: it fits)."""
         raise NotImplementedError(f"{type(self).__name__} does not know its context length")
+
+    def describe(self) -> dict:
+        """Facts a score card records about the backend when it judges (design, measured quality)."""
+        return {}
 
     def supports(self, op: str) -> bool:
         return getattr(type(self), op) is not getattr(Backend, op)

@@ -98,6 +98,8 @@ class LMEvalBackend(Backend):
         }
         if generation["do_sample"]:
             kwargs.update(temperature=generation["temperature"], top_p=generation["top_p"])
+            if generation.get("top_k") is not None:
+                kwargs["top_k"] = generation["top_k"]
         else:
             kwargs["temperature"] = 0.0
         requests = [

