@@ -159,7 +159,14 @@ def tiny_encoder(tmp_path_factory) -> Path:
 def build_tiny_encoder(out: Path) -> Path:
     """A 2-layer BERT with random weights and a WordPiece tokenizer trained on the synthetic DiaSafety sentences."""
     import torch
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import (
+        Tokenizer,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

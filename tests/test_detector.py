@@ -8,13 +8,12 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import REPO
 
 from benchmark import BenchmarkError
 from benchmark.detector import CATEGORIES, MANIFEST
 from benchmark.detector import examples as E
 from benchmark.detector.rules import fine_decision, veto
-
-from conftest import REPO
 
 SAFE, UNSAFE, NA = [0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]
 

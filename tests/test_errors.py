@@ -4,10 +4,10 @@ import json
 import os
 
 import pytest
+from conftest import run_cli
 
 from benchmark import BenchmarkError
 from benchmark.runner import run
-from conftest import run_cli
 
 
 def test_unknown_model_lists_the_available_ones(tmp_path):
@@ -58,7 +58,8 @@ def test_missing_data_file_names_the_path(tmp_path):
 def test_offline_without_data_root_says_how_to_set_it(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "BENCHMARK_DATA_ROOT"}
     env["HF_DATASETS_OFFLINE"] = "1"
-    import subprocess, sys
+    import subprocess
+    import sys
 
     proc = subprocess.run([sys.executable, "-m", "benchmark"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 2

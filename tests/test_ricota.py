@@ -3,13 +3,13 @@
 import json
 
 import pytest
+from conftest import data_path
 from omegaconf import OmegaConf
 
 from benchmark.kinds.classify import INVALID, Classify
 from benchmark.paths import CONF_DIR, TASKS_DIR
 from benchmark.runner import run
 from benchmark.schema import ModelConfig, TaskConfig
-from conftest import data_path
 
 
 @pytest.mark.parametrize(

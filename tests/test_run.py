@@ -3,12 +3,12 @@
 import json
 
 import pytest
+from conftest import REPO, run_cli
 from omegaconf import OmegaConf
 from sklearn.metrics import f1_score
 
 from benchmark import scorecard
 from benchmark.runner import run
-from conftest import REPO, run_cli
 
 
 def read_jsonl(path):

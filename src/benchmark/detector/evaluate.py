@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import BenchmarkError
 from .. import metrics as M
-from . import ABBREVIATIONS, CATEGORIES, FINE_LABELS
+from . import ABBREVIATIONS, FINE_LABELS
 from . import examples as E
 from .model import Detector
 from .train import load_split

@@ -88,7 +88,10 @@ class Trainer:
     def fit(self, name: str, train: list, val: list, id2label: dict, heads: int, select, folder: Path) -> dict:
         """Train one model; `select(logits of val) -> score` picks the epoch to keep."""
         import torch
-        from transformers import AutoModelForSequenceClassification, get_linear_schedule_with_warmup
+        from transformers import (
+            AutoModelForSequenceClassification,
+            get_linear_schedule_with_warmup,
+        )
 
         cfg = self.cfg
         torch.manual_seed(cfg.seed)
