@@ -38,6 +38,16 @@ def table(card: dict, card_path) -> str:
         if base:
             lines.append(f"(always '{base['label']}': accuracy {_pct(base['accuracy'])}, macro F1 {_pct(base['macro_f1'])})")
         lines.append("")
+    records = breakdown.get("records")
+    if isinstance(records, dict) and "scored" in records:  # attack tasks
+        lines.append(f"records scored: {records['scored']} of {records['total']} ({records['unmatched']} without "
+                     f"recorded responses, {records['failed']} failed); responses judged: {breakdown['responses']}")
+        for judge in card.get("judges", []):
+            measured = judge.get("measured")
+            quality = (f"DiaSafety test coarse macro F1 {_pct(measured['coarse_macro_f1']).strip()}"
+                       if isinstance(measured, dict) and "coarse_macro_f1" in measured else "quality not measured")
+            lines.append(f"judge {judge['step']}: {judge['name']} ({judge['backend']}; {quality})")
+        lines.append("")
     width = max(len(m) for m in card["metrics"]) + 2
     lines.append(f"{'metric':<{width}} value (%)   95% CI")
     for name, m in card["metrics"].items():

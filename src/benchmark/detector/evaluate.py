@@ -223,15 +223,17 @@ def markdown(report: dict) -> str:
         "## Designs compared (model selection on val)",
         "",
         "| detector | design | context | encoder | val fine macro F1 | val coarse macro F1 | test fine macro F1 "
-        "| test coarse macro F1 | test unsafe F1 | pairs/s (test) | s/epoch (train) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| test coarse macro F1 | test unsafe F1 | pairs/s (test) | × one-vs-all speed | s/epoch (train) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    ova_speed = next((d["test"]["pairs_per_second"] for d in dets if d["design"] == "one_vs_all"), None)
     for d in dets:
+        ratio = f"{d['test']['pairs_per_second'] / ova_speed:.2f}" if ova_speed else "—"
         lines.append(
             f"| `{d['path']}` | {d['design']} | {'yes' if d['with_context'] else 'no'} | {d['encoder']} "
             f"| {_ci_text(d['val']['fine']['macro_f1'])} | {_ci_text(d['val']['coarse']['macro_f1'])} "
             f"| {_ci_text(d['test']['fine']['macro_f1'])} | {_ci_text(d['test']['coarse']['macro_f1'])} "
-            f"| {_ci_text(d['test']['coarse']['unsafe_f1'])} | {d['test']['pairs_per_second']} | {d['seconds_per_epoch']:.0f} |")
+            f"| {_ci_text(d['test']['coarse']['unsafe_f1'])} | {d['test']['pairs_per_second']} | {ratio} | {d['seconds_per_epoch']:.0f} |")
     lines += ["", f"Best on val (fine-grained macro F1): `{report['best_on_val']}`.", ""]
     if report["missing"]:
         lines += [f"Not trained, so not in the tables: {', '.join(f'`{m}`' for m in report['missing'])}.", ""]
