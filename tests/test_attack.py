@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import synthetic_diasafety
 
 from benchmark import BenchmarkError
 from benchmark.runner import run
-
-from conftest import synthetic_diasafety
 
 # deterministic judges: the utterance step flags "idiot", the context step flags "pills"
 KEYWORD_JUDGES = [

@@ -190,3 +190,46 @@ def test_detector_config_default_location():
     text = (REPO / "conf" / "model" / "diasafety-detector.yaml").read_text()
     assert "pretrained: checkpoints/" in text
     assert "checkpoints/" in (REPO / ".gitignore").read_text().split()
+
+
+@pytest.fixture(scope="module")
+def detoxify_checkpoint(tmp_path_factory, tiny_encoder):
+    """A checkpoint in Detoxify's format (config + state dict) around the tiny encoder: the package's real loader."""
+    pytest.importorskip("detoxify", reason="the detoxify package is not installed (pip install -e '.[detoxify]')")
+    import torch
+    from transformers import BertForSequenceClassification
+
+    torch.manual_seed(0)
+    model = BertForSequenceClassification.from_pretrained(tiny_encoder, num_labels=2)
+    path = tmp_path_factory.mktemp("detoxify") / "tiny.ckpt"
+    torch.save({"config": {"arch": {"args": {"model_type": str(tiny_encoder), "model_name": "BertForSequenceClassification",
+                                             "tokenizer_name": "AutoTokenizer", "num_classes": 2}},
+                           "dataset": {"args": {"classes": ["toxic", "insult"]}}},
+                "state_dict": model.state_dict()}, path)
+    return path
+
+
+def test_detoxify_backend_and_report_rows(detoxify_checkpoint, tiny_encoder, compose, synthetic_root, tmp_path):
+    from benchmark.runner import run
+
+    card, path = run(compose("model=detoxify", f"model.pretrained={detoxify_checkpoint}",
+                             f"+model.args.huggingface_config_path={tiny_encoder}", "task=diasafety",
+                             f"data_root={synthetic_root}"))
+    sample = json.loads(path.with_name("samples.jsonl").read_text().splitlines()[0])
+    assert set(sample["output"]["attributes"]) == {"toxicity", "insult"}
+    assert sample["output"]["unsafe"] == (max(sample["output"]["attributes"].values()) > 0.5)
+    assert card["dataset"]["n"] == 20
+
+    with pytest.raises(BenchmarkError, match="must be a local Detoxify checkpoint"):
+        run(compose("model=detoxify", "task=diasafety", f"data_root={synthetic_root}"))
+
+    # the evaluation report's Detoxify rows, beside the paper's
+    from types import SimpleNamespace
+
+    from benchmark.detector.evaluate import utterance_rows
+
+    rows = json.loads((synthetic_root / "diasafety" / "test.json").read_text())
+    cfg = SimpleNamespace(detoxify_checkpoint=str(detoxify_checkpoint), detoxify_config_path=str(tiny_encoder),
+                          batch_size=8)
+    names = [(name, mode) for name, mode, flags in utterance_rows(rows, cfg) if len(flags) == 20]
+    assert ("detoxify", "response") in names and ("detoxify", "context+response") in names

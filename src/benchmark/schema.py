@@ -249,6 +249,7 @@ class DetectorEvalConfig:
     limit: Optional[int] = None
     report_dir: str = "results/detector-report"
     detoxify_checkpoint: Optional[str] = None  # a local Detoxify `unbiased` checkpoint adds the paper's Detoxify rows
+    detoxify_config_path: Optional[str] = None  # offline: a folder with the checkpoint's base model config/tokenizer
     batch_size: int = 64
     threads: Optional[int] = None
     bootstrap: int = 1000

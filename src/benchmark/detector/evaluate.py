@@ -92,23 +92,20 @@ def measure_on_diasafety(classifier, data_root: str | None) -> dict | str:
 
 def utterance_rows(rows, cfg) -> list[tuple[str, str, np.ndarray]]:
     """(name, input, unsafe flags) for the utterance-level classifiers available here."""
+    from ..models.detoxify import DetoxifyBackend
     from ..models.profanity import ProfanityCheck
 
-    out = []
     inputs = [{"context": r["context"], "response": r["response"]} for r in rows]
+    out = []
     for mode in ("response", "context+response"):
-        clf = ProfanityCheck(SimpleNamespace(name="profanity-check", input=mode, threshold=0.5))
-        out.append(("profanity-check", mode, np.array([o["label"] == "Unsafe" for o in clf.classify(inputs)])))
-    if cfg.detoxify_checkpoint:
-        try:
-            from detoxify import Detoxify
-        except ImportError:
-            raise BenchmarkError("detoxify_checkpoint is set but the detoxify package is not installed") from None
-        model = Detoxify("unbiased", checkpoint=cfg.detoxify_checkpoint)
-        for mode in ("response", "context+response"):
-            texts = [r["response"] if mode == "response" else f"{r['context']}\n{r['response']}" for r in rows]
-            scores = model.predict(texts)
-            out.append(("detoxify", mode, np.any([np.asarray(v) > 0.5 for v in scores.values()], axis=0)))
+        classifiers = [("profanity-check", ProfanityCheck(SimpleNamespace(name="profanity-check", input=mode,
+                                                                           threshold=0.5)))]
+        if cfg.detoxify_checkpoint:
+            classifiers.append(("detoxify", DetoxifyBackend(SimpleNamespace(
+                name="detoxify", pretrained=cfg.detoxify_checkpoint, device="cpu", input=mode, threshold=0.5,
+                batch_size=cfg.batch_size, args={"huggingface_config_path": cfg.detoxify_config_path}))))
+        for name, clf in classifiers:
+            out.append((name, mode, np.array([o["unsafe"] for o in clf.classify(inputs)])))
     return out
 
 

@@ -12,7 +12,7 @@ from ..hashing import sha256_json
 from .base import Backend
 
 LMEVAL_BACKENDS = ("hf", "vllm", "local-chat-completions")
-SUITE_BACKENDS = ("profanity-check", "diasafety-detector", "keywords", "replay")
+SUITE_BACKENDS = ("profanity-check", "detoxify", "diasafety-detector", "keywords", "replay")
 
 # Fields that change how a run is executed but not what the model answers.
 _NOT_HASHED = ("name", "metadata", "batch_size", "num_concurrent", "max_retries", "timeout", "device")
@@ -52,6 +52,10 @@ def load_backend(cfg, allow_remote_code: bool, data_root: str | None = None) -> 
         from .detector import DiaSafetyDetector
 
         return DiaSafetyDetector(cfg)
+    if cfg.backend == "detoxify":
+        from .detoxify import DetoxifyBackend
+
+        return DetoxifyBackend(cfg)
     if cfg.backend == "keywords":
         from .keywords import Keywords
 
