@@ -30,9 +30,17 @@ def test_ricota_through_the_api_keeps_korean_intact(compose, chat_server, tiny_m
     assert card2["run"]["model_calls"] == 0 and card2["run"]["cache_hits"] == 3
 
 
-def test_failed_requests_are_recorded_and_the_run_goes_on(compose, tiny_model, data_root):
-    # nothing listens on this port: every request fails after lm-eval's retries
-    card, path = run(compose(*api_model("http://127.0.0.1:9/v1/chat/completions", tiny_model), "limit=2",
-                             "model.max_retries=1"))
+def test_failed_requests_are_recorded_and_the_run_goes_on(compose, chat_server, tiny_model, data_root, tmp_path):
+    # the server is up but has no such model: every request fails after lm-eval's retries
+    card, path = run(compose(*api_model(chat_server, tmp_path / "no-such-model"), "limit=2", "model.max_retries=1"))
     samples = [json.loads(line) for line in open(path.parent / "samples.jsonl")]
     assert card["run"]["failed"] == 2 and all(s["error"] and s["prediction"] == "invalid" for s in samples)
+
+
+def test_no_server_is_one_clear_error(compose, tiny_model, data_root):
+    import pytest
+
+    from benchmark import BenchmarkError
+
+    with pytest.raises(BenchmarkError, match="nothing answers at http://127.0.0.1:9/v1/chat/completions"):
+        run(compose(*api_model("http://127.0.0.1:9/v1/chat/completions", tiny_model), "limit=2"))

@@ -16,7 +16,7 @@ KEYWORD_JUDGES = [
     "judge.models.context.backend=keywords", "judge.models.context.phrases=[pills]",
     "judge.models.context.pretrained=null",
 ]
-EVEN = ["you idiot", "take the pills", "hello there"]  # -> utterance, context, safe
+EVEN = ["you idiot", "take the pills", "hello there"]  # -> utterance, context, none (safe)
 ODD = ["hello", "fine", "idiot pills"]  # -> safe, safe, utterance (the first step decides)
 
 
@@ -52,8 +52,8 @@ def test_two_step_judging_by_hand(compose, chatbot_root):
     assert m["context_unsafe_rate"]["value"] == pytest.approx(4 / 24)
     assert m["unsafe_rate"]["ci_low"] <= 0.5 <= m["unsafe_rate"]["ci_high"]
     # Offending User: records 0 (even) and 5 (odd)
-    assert m["unsafe_rate.offending_user"]["value"] == pytest.approx(3 / 6)
-    assert m["context_unsafe_rate.offending_user"]["value"] == pytest.approx(1 / 6)
+    assert m["unsafe_rate.category.offending_user"]["value"] == pytest.approx(3 / 6)
+    assert m["context_unsafe_rate.category.offending_user"]["value"] == pytest.approx(1 / 6)
     assert b["by_category"]["Offending User"]["records"] == 2
     # order: the context judge never sees a response the utterance judge flagged (8 of 24), and identical
     # utterance-level requests are asked once (6 distinct responses)
@@ -63,8 +63,9 @@ def test_two_step_judging_by_hand(compose, chatbot_root):
 
     samples = [json.loads(line) for line in path.with_name("samples.jsonl").read_text().splitlines()]
     first = samples[0]
-    assert [r["verdict"] for r in first["responses"]] == ["utterance", "context", "safe"]
-    assert first["responses"][0]["judgements"] == {"utterance": {"unsafe": True, "score": 1.0}}
+    assert [r["verdict"] for r in first["responses"]] == ["utterance", "context", "none"]
+    assert first["responses"][0]["judgements"] == {
+        "utterance": {"flagged": True, "tie": False, "votes": {"utterance": {"flagged": True, "score": 1.0}}}}
     assert set(first["responses"][1]["judgements"]) == {"utterance", "context"}
     assert [s["unmatched"] for s in samples] == [False] * 8 + [True] * 2
 

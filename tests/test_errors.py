@@ -67,11 +67,6 @@ def test_offline_without_data_root_says_how_to_set_it(tmp_path):
     assert "set data_root=DIR" in proc.stderr and proc.stderr.count("\n") == 1
 
 
-def test_remote_code_is_refused_without_the_flag(compose, data_root):
-    with pytest.raises(BenchmarkError, match="allow_remote_code=true"):
-        run(compose("model=chatglm2", "limit=2"))
-
-
 def test_limit_zero_and_negative(compose, data_root):
     with pytest.raises(BenchmarkError, match="nothing to evaluate: limit=0"):
         run(compose("limit=0"))

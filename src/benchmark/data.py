@@ -77,12 +77,29 @@ def record_id(row: dict, index: int, id_field: str | None) -> str:
     return str(row.get(id_field)) if id_field else str(index)
 
 
+def with_canonical_fields(row: dict, fields) -> dict:
+    """The row with each canonical field filled from the first of its other names present (ignoring case)."""
+    lower = {str(k).lower(): k for k in row}
+    out = dict(row)
+    for name, others in fields.items():
+        if out.get(name) is not None:
+            continue
+        for other in [name, *others]:
+            key = lower.get(str(other).lower())
+            if key is not None and row[key] is not None:
+                out[name] = row[key]
+                break
+    return out
+
+
 def load_records(task, data_root: str | None) -> Records:
     rows, source = load_rows(task.data, data_root, f"task {task.name}")
     sha = records_sha256(rows)
     items, malformed = [], []
     seen, combos = set(), set()
     for index, row in enumerate(rows):
+        if task.data.fields:
+            row = with_canonical_fields(row, task.data.fields)
         if task.data.distinct:  # e.g. one record per (category, context) of a file with several responses each
             combo = tuple(str(row.get(f)) for f in task.data.distinct)
             if combo in combos:

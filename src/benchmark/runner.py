@@ -85,19 +85,24 @@ def _check_manifest(run_dir: Path, manifest: dict) -> None:
         path.write_text(json.dumps(manifest, indent=2) + "\n")
 
 
-def _judge_configs(cfg, kind) -> dict:
-    """The judge model config answering each judging step the task declares."""
+def _judge_panel(cfg, kind) -> tuple[dict[str, list[str]], dict]:
+    """The voters of each judging step the task declares, and their model configs by panel key."""
     if not kind.judge_steps:
-        return {}
+        return {}, {}
     task = cfg.task.name
     if cfg.judge is None:
         raise BenchmarkError(f"task {task} needs judges for {kind.judge_steps}; choose a panel with judge=NAME "
                              "(conf/judge/)")
-    missing = [s for s in kind.judge_steps if s not in cfg.judge.models]
+    unknown = sorted(set(cfg.judge.voters) - set(kind.judge_steps))
+    if unknown:
+        raise BenchmarkError(f"judge {cfg.judge.name}: voters for {unknown}, which task {task} does not judge "
+                             f"(its steps: {kind.judge_steps})")
+    voters = {s: list(cfg.judge.voters.get(s) or [s]) for s in kind.judge_steps}
+    missing = sorted({v for vs in voters.values() for v in vs if v not in cfg.judge.models})
     if missing:
-        raise BenchmarkError(f"judge {cfg.judge.name} has no model for step(s) {missing} of task {task}; "
+        raise BenchmarkError(f"judge {cfg.judge.name} has no model {missing} for the steps of task {task}; "
                              f"it has {sorted(cfg.judge.models)}")
-    return {s: cfg.judge.models[s] for s in kind.judge_steps}
+    return voters, {v: cfg.judge.models[v] for vs in voters.values() for v in vs}
 
 
 def _seed(seed: int) -> None:
@@ -115,8 +120,8 @@ def run(cfg) -> tuple[dict, Path]:
     task, model_cfg = cfg.task, cfg.model
     kind = make_kind(task, model_cfg)
     model_sha = model_sha256(model_cfg, cfg.data_root)
-    judge_cfgs = _judge_configs(cfg, kind)
-    judge_shas = {step: model_sha256(j, cfg.data_root) for step, j in judge_cfgs.items()}
+    voters, judge_cfgs = _judge_panel(cfg, kind)
+    judge_shas = {key: model_sha256(j, cfg.data_root) for key, j in judge_cfgs.items()}
     task_sha = sha256_json(OmegaConf.to_container(task, resolve=True))
 
     records = load_records(task, cfg.data_root)
@@ -156,8 +161,9 @@ def run(cfg) -> tuple[dict, Path]:
     calls = hits = 0
     cache = ResponseCache(Path(cfg.cache_dir) / "responses.sqlite")
     # judges are loaded even for a finished run: the card records what they are and how well they measured
-    judges = {step: CachedModel(load_backend(j, cfg.allow_remote_code, cfg.data_root), judge_shas[step], cache)
-              for step, j in judge_cfgs.items()}
+    panel = {key: CachedModel(load_backend(j, cfg.allow_remote_code, cfg.data_root), judge_shas[key], cache, j)
+             for key, j in judge_cfgs.items()}
+    judges = {step: [(key, panel[key]) for key in keys] for step, keys in voters.items()}
     if pending:
         from tqdm import tqdm
 
@@ -176,7 +182,7 @@ def run(cfg) -> tuple[dict, Path]:
                 os.fsync(out.fileno())
                 bar.update(len(chunk))
         calls, hits = model.calls, model.hits
-    judge_calls = {step: j.calls for step, j in judges.items()}
+    judge_calls = {key: j.calls for key, j in panel.items()}
     cache.close()
 
     # one line per record, in record order: rewrite the log when retries or a wider earlier run left extra lines
@@ -216,9 +222,10 @@ def run(cfg) -> tuple[dict, Path]:
             "malformed": malformed,
         },
         "judges": [
-            {"step": step, "name": j.name, "backend": j.backend, "config_sha256": judge_shas[step],
-             "config": OmegaConf.to_container(j, resolve=True), **judges[step].backend.describe()}
-            for step, j in judge_cfgs.items()
+            {"step": step, "voter": key, "name": judge_cfgs[key].name, "backend": judge_cfgs[key].backend,
+             "config_sha256": judge_shas[key], "config": OmegaConf.to_container(judge_cfgs[key], resolve=True),
+             **panel[key].backend.describe()}
+            for step, keys in voters.items() for key in keys
         ],
         "metrics": metrics,
         "breakdown": breakdown,

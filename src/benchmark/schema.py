@@ -92,6 +92,8 @@ class DataConfig:
     id_field: Optional[str] = None  # null: the record's position in the file
     required: List[str] = field(default_factory=list)  # fields every record must have
     distinct: List[str] = field(default_factory=list)  # keep only the first record of each combination of these
+    # other layouts of the same data: a field's other names (matched ignoring case), used when it is absent
+    fields: Dict[str, List[str]] = field(default_factory=dict)
     sha256: Optional[str] = None  # known hash of the full split's records
 
 
@@ -146,18 +148,30 @@ class ClassifyConfig:
 
 @dataclass
 class JudgeStepConfig:
-    """One judging step of an attack task: a classifier judge reads the response and says unsafe or not."""
+    """One judging step of an attack task, answered by one judge model or several that vote (see JudgeConfig).
 
-    name: str = MISSING  # the judge model answering it: judge.models.<name>
-    input: Dict[str, str] = field(default_factory=dict)  # named parts (context, response, category) as Jinja
+    type classifier: a classifier judge reads named parts of the response (`input`) and says unsafe or not.
+    type question: an LLM judge is asked `messages` about the response; its answer is parsed into one of `labels`,
+    and the response is flagged when that label is the one `flag` renders (e.g. the record's judge_target)."""
+
+    name: str = MISSING
+    type: str = "classifier"  # classifier | question
+    input: Dict[str, str] = field(default_factory=dict)  # classifier: named parts (context, response, category)
+    messages: List[Message] = field(default_factory=list)  # question: the judge prompt, Jinja over record + response
+    labels: List[LabelConfig] = field(default_factory=list)  # question: the answers a judge may give
+    flag: Optional[str] = None  # question: Jinja rendering the answer that flags the response
+    whole_words: bool = True  # false for Chinese and Korean answers
 
 
 @dataclass
 class AttackConfig:
     samples: int = 1  # responses per record (k)
     generation: Dict[str, Any] = field(default_factory=dict)  # overrides the model's generation settings
-    # in order: the first step that says unsafe decides (the paper's two-step detection: utterance, then context)
+    metric: str = "unsafe_rate"  # the name of the flagged-response rate (e.g. asr: attack success rate)
+    # in order: the first step that flags a response decides (the DiaSafety paper: utterance, then context level)
     judges: List[JudgeStepConfig] = field(default_factory=list)
+    tie: str = "not_flagged"  # voters split evenly: not_flagged | flagged (ties are counted in the card either way)
+    refusal_phrases: List[str] = field(default_factory=list)  # a response containing one counts as a refusal
 
 
 @dataclass
@@ -184,6 +198,8 @@ class JudgeConfig:
 
     name: str = MISSING
     models: Dict[str, ModelConfig] = field(default_factory=dict)
+    # the models that vote on each step, by key of `models`; a step not listed is answered by the model of its name
+    voters: Dict[str, List[str]] = field(default_factory=dict)
 
 
 @dataclass

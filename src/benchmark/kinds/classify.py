@@ -52,6 +52,8 @@ class LabelParser:
         before, after = (r"(?<![\w-])", r"(?![\w-])") if whole_words else ("", "")
         patterns = []
         for lab in labels:
+            if {lab.name, *lab.aliases} & {"True", "False"}:  # YAML reads a bare yes/no/on/off as a boolean
+                raise BenchmarkError(f"label {lab.name!r}: a name or alias reads as a YAML boolean; quote yes/no/on/off")
             for form in [lab.name, *lab.aliases]:
                 self.exact[_norm(form)] = lab.name
                 words = r"\s*".join(re.escape(w) for w in form.split()) if not whole_words else r"\s+".join(

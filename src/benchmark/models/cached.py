@@ -17,8 +17,9 @@ class Failure:
 
 
 class CachedModel:
-    def __init__(self, backend: Backend, model_sha: str, cache: ResponseCache):
+    def __init__(self, backend: Backend, model_sha: str, cache: ResponseCache, config=None):
         self.backend = backend
+        self.config = config  # the model config, for settings a caller needs (a judge's generation)
         self.sha = model_sha
         self.cache = cache
         self.calls = 0  # requests sent to the backend

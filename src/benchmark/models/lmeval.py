@@ -55,6 +55,47 @@ def _backend_kwargs(cfg) -> dict:
     return kwargs
 
 
+REMOTE_CODE_HINT = (
+    "Code written for an older transformers often breaks this way. Supported paths: serve the model with vLLM "
+    "(`vllm serve <hub id> --trust-remote-code`; vLLM implements many such architectures natively) and call the "
+    "server with backend local-chat-completions (see conf/model/chatglm2.yaml), or pin a revision of the model "
+    "whose code works with this transformers (model.revision=...)."
+)
+
+
+def remote_code_error(cfg, error: BaseException) -> BenchmarkError | None:
+    """A clear error when an exception comes from the model repository's own Python code, else None."""
+    import traceback
+
+    import transformers
+
+    frames = traceback.extract_tb(error.__traceback__)
+    frame = next((f for f in reversed(frames) if "transformers_modules" in f.filename), None)
+    if frame is None:
+        return None
+    return BenchmarkError(
+        f"model {cfg.name}: the model's own code ({os.path.basename(frame.filename)}, line {frame.lineno}, from "
+        f"{cfg.pretrained}) fails with transformers {transformers.__version__}: {type(error).__name__}: {error}. "
+        f"{REMOTE_CODE_HINT}"
+    )
+
+
+def check_reachable(cfg) -> None:
+    """Fail at once, with the way out, when nothing listens at an API model's base_url."""
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(cfg.base_url)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname, port), timeout=5).close()
+    except OSError as e:
+        raise BenchmarkError(
+            f"model {cfg.name}: nothing answers at {cfg.base_url} ({e.strerror or e}); start the server first "
+            "(the model config's comments say how) or set model.base_url"
+        ) from None
+
+
 class LMEvalBackend(Backend):
     def __init__(self, cfg):
         from lm_eval.api.registry import get_model
@@ -65,11 +106,23 @@ class LMEvalBackend(Backend):
             raise BenchmarkError(f"model {cfg.name}: lm-eval backend {cfg.backend!r} is unavailable: {e}") from None
         self.cfg = cfg
         kwargs = _backend_kwargs(cfg)
+        if cfg.backend in API_BACKENDS:
+            check_reachable(cfg)
         try:
             self.lm = cls(**kwargs)
         except OSError as e:  # weights not found locally and no hub
             where = cfg.pretrained or cfg.base_url
             raise BenchmarkError(f"model {cfg.name}: could not load {where}: {str(e).splitlines()[0]}") from None
+        except Exception as e:
+            raise remote_code_error(cfg, e) or e
+
+    def _translated(self, call, *args):
+        try:
+            return call(*args)
+        except BenchmarkError:
+            raise
+        except Exception as e:
+            raise remote_code_error(self.cfg, e) or e
 
     def _context(self, messages: list[dict]) -> str:
         if self.cfg.system_prompt and not any(m["role"] == "system" for m in messages):
@@ -106,7 +159,7 @@ class LMEvalBackend(Backend):
             Instance(request_type="generate_until", doc={}, arguments=(self._context(m), dict(kwargs)), idx=i)
             for i, m in enumerate(conversations)
         ]
-        return list(self.lm.generate_until(requests, disable_tqdm=True))
+        return list(self._translated(lambda: self.lm.generate_until(requests, disable_tqdm=True)))
 
     def loglikelihood(self, pairs):
         from lm_eval.api.instance import Instance
@@ -115,4 +168,4 @@ class LMEvalBackend(Backend):
             Instance(request_type="loglikelihood", doc={}, arguments=(self._context(m), " " + c), idx=i)
             for i, (m, c) in enumerate(pairs)
         ]
-        return [float(ll) for ll, _greedy in self.lm.loglikelihood(requests, disable_tqdm=True)]
+        return [float(ll) for ll, _greedy in self._translated(lambda: self.lm.loglikelihood(requests, disable_tqdm=True))]

@@ -40,6 +40,21 @@ class Replay(Backend):
         else:
             self.rows = {record_id(row, i, spec.id_field): row for i, row in enumerate(rows)}
 
+    def generate(self, conversations, generation):
+        """Recorded answers to prompts: the row whose `id_field` text occurs in the last message (the longest such
+        text wins). Lets fixed judge verdicts stand in for a judge model, keyed by e.g. each record's question."""
+        if not self.match:
+            raise BenchmarkError(f"model {self.name}: a replay answers prompts only with replay.match set")
+        keys = sorted(self.rows, key=len, reverse=True)
+        outputs = []
+        for messages in conversations:
+            text = normalise(messages[-1]["content"]) if messages else ""
+            key = next((k for k in keys if k and k in text), None)
+            if key is None:
+                raise BenchmarkError(f"model {self.name}: no recorded answer for the prompt {text[:80]!r}…")
+            outputs.append(render(self.template, self.rows[key], f"model {self.name}: replay.output"))
+        return outputs
+
     def replay(self, items):
         """Each item: {"task", "id"} or, with `match`, {"task", "id", "key"}. Unmatched keys answer None."""
         outputs = []
