@@ -111,6 +111,7 @@ def test_asr_by_hand_with_three_voting_judges(cpad):
     p_e = (11 / 18) ** 2 + (7 / 18) ** 2
     assert agreement["fleiss_kappa"] == pytest.approx((sum(p_i) / 6 - p_e) / (1 - p_e))
     assert [j["voter"] for j in card["judges"]] == ["a", "b", "c"]
+    assert card["judges"][0]["step_type"] == "question" and len(card["judges"][0]["prompt_sha256"]) == 64
 
     raw = open(card_path, encoding="utf-8").read()
     assert "角色扮演" in raw and "\\u" not in raw  # UTF-8, not escaped

@@ -223,7 +223,8 @@ def run(cfg) -> tuple[dict, Path]:
         },
         "judges": [
             {"step": step, "voter": key, "name": judge_cfgs[key].name, "backend": judge_cfgs[key].backend,
-             "config_sha256": judge_shas[key], "config": OmegaConf.to_container(judge_cfgs[key], resolve=True),
+             "config_sha256": judge_shas[key], **kind.describe_step(step),
+             "config": OmegaConf.to_container(judge_cfgs[key], resolve=True),
              **panel[key].backend.describe()}
             for step, keys in voters.items() for key in keys
         ],

@@ -92,6 +92,15 @@ class Attack:
         self.generation = {**generation, **OmegaConf.to_container(spec.generation, resolve=True)}
         self.refusals = [p.lower() for p in spec.refusal_phrases]
 
+    def describe_step(self, name: str) -> dict:
+        """What a score card records about a judging step: its type and the hash of its prompt (or input)."""
+        from ..hashing import sha256_json
+
+        step = next(s for s in self.steps if s.name == name)
+        spec = OmegaConf.to_container(step.spec, resolve=True)
+        return {"step_type": step.type, "prompt_sha256": sha256_json(
+            {k: spec[k] for k in ("type", "input", "messages", "labels", "flag")})}
+
     # --- requests ---------------------------------------------------------------------------------------
     def check_record(self, record: dict) -> str | None:
         """Why a record cannot be asked: an empty prompt, or a question step's flag that renders to none of its
