@@ -31,3 +31,10 @@ class Backend:
 
     def supports(self, op: str) -> bool:
         return getattr(type(self), op) is not getattr(Backend, op)
+
+
+def utterance_texts(inputs: list[dict], mode: str) -> list[str]:
+    """What an utterance-level classifier reads: the response, or context and response as one text."""
+    if mode == "response":
+        return [x.get("response", "") for x in inputs]
+    return [f"{x.get('context', '')}\n{x.get('response', '')}".strip() for x in inputs]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import BenchmarkError
-from .base import Backend
+from .base import Backend, utterance_texts
 
 
 class DetoxifyBackend(Backend):
@@ -30,10 +30,7 @@ class DetoxifyBackend(Backend):
         self.batch_size = cfg.batch_size
 
     def classify(self, inputs):
-        if self.input == "response":
-            texts = [x.get("response", "") for x in inputs]
-        else:
-            texts = [f"{x.get('context', '')}\n{x.get('response', '')}".strip() for x in inputs]
+        texts = utterance_texts(inputs, self.input)
         out = []
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start : start + self.batch_size]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import BenchmarkError
-from .base import Backend
+from .base import Backend, utterance_texts
 
 _INPUTS = ("response", "context+response")
 
@@ -20,10 +20,7 @@ class ProfanityCheck(Backend):
         self.threshold = cfg.threshold
 
     def classify(self, inputs):
-        if self.input == "response":
-            texts = [x.get("response", "") for x in inputs]
-        else:
-            texts = [f"{x.get('context', '')}\n{x.get('response', '')}".strip() for x in inputs]
+        texts = utterance_texts(inputs, self.input)
         probs = self._predict_prob(texts)
         return [
             {"label": "Unsafe" if p > self.threshold else "Safe", "unsafe": bool(p > self.threshold), "score": float(p)}
