@@ -46,12 +46,15 @@ class Step:
         elif not spec.input:
             raise BenchmarkError(f"{self.where}: a classifier step needs input (its named parts)")
 
-    def request(self, v: dict) -> tuple[str, dict]:
+    @property
+    def op(self) -> str:
+        return "classify" if self.type == "classifier" else "generate"
+
+    def request(self, v: dict) -> dict:
         if self.type == "classifier":
-            return "classify", {"input": {k: render(t, v, f"{self.where}.input.{k}") for k, t in self.spec.input.items()}}
-        messages = [{"role": m.role, "content": render(m.content, v, f"{self.where}.messages[{i}]")}
-                    for i, m in enumerate(self.spec.messages)]
-        return "generate", {"messages": messages}
+            return {"input": {k: render(t, v, f"{self.where}.input.{k}") for k, t in self.spec.input.items()}}
+        return {"messages": [{"role": m.role, "content": render(m.content, v, f"{self.where}.messages[{i}]")}
+                             for i, m in enumerate(self.spec.messages)]}
 
     def flag_label(self, v: dict) -> str:
         """The answer that flags the response for this record (the flag template, read by the same parser)."""
@@ -156,16 +159,13 @@ class Attack:
         """Ask every voter of a step about the given responses; returns {(i, j): judgement} for those answered."""
         env = {(i, j): {**variables(self.task, records[i]), "response": responses[i][j]} for i, j in items}
         answers: dict[tuple[int, int], dict] = {ij: {} for ij in items}
+        requests = [step.request(env[ij]) for ij in items]
         for key, judge in voters:
-            op = None
-            payloads = []
-            for ij in items:
-                op, payload = step.request(env[ij])
-                payloads.append(payload)
-            if op == "generate":  # the judge's own (deterministic) generation settings
+            payloads = requests
+            if step.op == "generate":  # each judge with its own (deterministic) generation settings
                 generation = OmegaConf.to_container(judge.config.generation, resolve=True)
-                payloads = [{**p, "generation": generation} for p in payloads]
-            for ij, out in zip(items, judge(op, payloads)):
+                payloads = [{**p, "generation": generation} for p in requests]
+            for ij, out in zip(items, judge(step.op, payloads)):
                 if isinstance(out, Failure):
                     errors.setdefault(ij[0], f"judge {key}: {out.error}")
                     answers.pop(ij, None)
