@@ -31,6 +31,12 @@ def records_sha256(rows: list[dict]) -> str:
     return h.hexdigest()
 
 
+def _builder_kwargs(data) -> dict:
+    """A JSON file whose rows sit under one key of a top-level object: `data.json_field`."""
+    key = getattr(data, "json_field", None)  # replay configs have none
+    return {"field": key} if key else {}
+
+
 def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]:
     import datasets
 
@@ -44,7 +50,7 @@ def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]
                 f"{where}: data file not found: {path} (data_root={data_root}, path={data.path})"
             )
         try:
-            ds = datasets.load_dataset(builder, data_files=str(path), split="train")
+            ds = datasets.load_dataset(builder, data_files=str(path), split="train", **_builder_kwargs(data))
         except ValueError as e:
             if "corresponds to no data" in str(e):  # what `datasets` says of a file with no rows
                 return [], f"data_root:{data.path}"
@@ -54,7 +60,7 @@ def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]
         return ds.to_list(), f"data_root:{data.path}"
     if data.url:
         try:
-            ds = datasets.load_dataset(builder, data_files=data.url, split="train")
+            ds = datasets.load_dataset(builder, data_files=data.url, split="train", **_builder_kwargs(data))
         except Exception as e:  # offline, moved file, proxy...: one message with the way out
             raise BenchmarkError(
                 f"{where}: could not fetch {data.url} ({type(e).__name__}) and no data_root is set; "

@@ -52,7 +52,11 @@ def table(card: dict, card_path) -> str:
     lines.append(f"{'metric':<{width}} value (%)   95% CI")
     for name, m in card["metrics"].items():
         star = "  <- headline" if name == task["headline"] else ""
-        lines.append(f"{name:<{width}}    {_pct(m['value'])}   [{_pct(m['ci_low'])}, {_pct(m['ci_high'])}]{star}")
+        if m.get("unit"):  # not a share: the value as it is
+            lines.append(f"{name:<{width}}    {m['value']:5.2f}   [{m['ci_low']:5.2f}, {m['ci_high']:5.2f}] "
+                         f"{m['unit']}{star}")
+        else:
+            lines.append(f"{name:<{width}}    {_pct(m['value'])}   [{_pct(m['ci_low'])}, {_pct(m['ci_high'])}]{star}")
     lines.append("")
     note = f"{run['model_calls']} model calls, {run['cache_hits']} cache hits, {run['resumed']} samples resumed"
     if run["failed"]:

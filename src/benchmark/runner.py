@@ -105,6 +105,14 @@ def _judge_panel(cfg, kind) -> tuple[dict[str, list[str]], dict]:
     return voters, {v: cfg.judge.models[v] for vs in voters.values() for v in vs}
 
 
+def _attacker(cfg, kind):
+    if not getattr(kind, "needs_attacker", False):
+        return None
+    if cfg.attacker is None:
+        raise BenchmarkError(f"task {cfg.task.name} needs an attacker model: attacker=NAME (conf/attacker/)")
+    return cfg.attacker
+
+
 def _seed(seed: int) -> None:
     """Sampling draws from torch's global generator (lm-eval's hf backend); seed it once per run."""
     import torch
@@ -122,9 +130,11 @@ def run(cfg) -> tuple[dict, Path]:
     model_sha = model_sha256(model_cfg, cfg.data_root)
     voters, judge_cfgs = _judge_panel(cfg, kind)
     judge_shas = {key: model_sha256(j, cfg.data_root) for key, j in judge_cfgs.items()}
+    attacker_cfg = _attacker(cfg, kind)
+    attacker_sha = model_sha256(attacker_cfg, cfg.data_root) if attacker_cfg is not None else None
     task_sha = sha256_json(OmegaConf.to_container(task, resolve=True))
 
-    records = load_records(task, cfg.data_root)
+    records = kind.load_records(cfg.data_root) if hasattr(kind, "load_records") else load_records(task, cfg.data_root)
     malformed = list(records.malformed)
     items = []
     for record in records.items:
@@ -139,7 +149,8 @@ def run(cfg) -> tuple[dict, Path]:
         why = "limit=0" if cfg.limit == 0 else f"the {records.split} split has no usable record ({records.source})"
         raise BenchmarkError(f"task {task.name}: nothing to evaluate: {why}")
 
-    if task.data.sha256 and records.sha256 != task.data.sha256:
+    known_sha = task.data.sha256 if task.data is not None else None
+    if known_sha and records.sha256 != known_sha:
         print(
             f"warning: the records of {records.source} differ from the version task {task.name} was built on "
             "(data.sha256); the score card says so",
@@ -151,6 +162,8 @@ def run(cfg) -> tuple[dict, Path]:
                 "benchmark_version": __version__}
     if judge_shas:
         manifest["judge_sha256"] = judge_shas
+    if attacker_sha:
+        manifest["attacker_sha256"] = attacker_sha
     run_dir = run_dir_for(cfg, manifest)
     _prepare_dir(run_dir)
     _check_manifest(run_dir, manifest)
@@ -158,7 +171,7 @@ def run(cfg) -> tuple[dict, Path]:
     done = {i: s for i, s in read_samples(samples_path).items() if s.get("error") is None}
     pending = [r for r in items if r["id"] not in done]
 
-    calls = hits = 0
+    calls = hits = attacker_calls = 0
     cache = ResponseCache(Path(cfg.cache_dir) / "responses.sqlite")
     # judges are loaded even for a finished run: the card records what they are and how well they measured
     panel = {key: CachedModel(load_backend(j, cfg.allow_remote_code, cfg.data_root), judge_shas[key], cache, j)
@@ -169,7 +182,10 @@ def run(cfg) -> tuple[dict, Path]:
 
         _seed(cfg.seed)
         backend = load_backend(model_cfg, cfg.allow_remote_code, cfg.data_root)
-        model = CachedModel(backend, model_sha, cache)
+        model = CachedModel(backend, model_sha, cache, model_cfg)
+        if attacker_cfg is not None:
+            kind.attacker = CachedModel(load_backend(attacker_cfg, cfg.allow_remote_code, cfg.data_root),
+                                        attacker_sha, cache, attacker_cfg)
         with open(samples_path, "a", encoding="utf-8") as out, tqdm(
             total=len(pending), desc=f"{model_cfg.name} on {task.name}", unit="sample", disable=not cfg.progress
         ) as bar:
@@ -182,6 +198,8 @@ def run(cfg) -> tuple[dict, Path]:
                 os.fsync(out.fileno())
                 bar.update(len(chunk))
         calls, hits = model.calls, model.hits
+        if attacker_cfg is not None:
+            attacker_calls = kind.attacker.calls
     judge_calls = {key: j.calls for key, j in panel.items()}
     cache.close()
 
@@ -218,7 +236,7 @@ def run(cfg) -> tuple[dict, Path]:
             "n": len(items),
             "n_total": len(records.items) + len(records.malformed),
             "sha256": records.sha256,
-            "sha256_matches_task": None if not task.data.sha256 else records.sha256 == task.data.sha256,
+            "sha256_matches_task": None if not known_sha else records.sha256 == known_sha,
             "malformed": malformed,
         },
         "judges": [
@@ -228,6 +246,8 @@ def run(cfg) -> tuple[dict, Path]:
              **panel[key].backend.describe()}
             for step, keys in voters.items() for key in keys
         ],
+        **({"attacker": {"name": attacker_cfg.name, "backend": attacker_cfg.backend, "config_sha256": attacker_sha,
+                         "config": OmegaConf.to_container(attacker_cfg, resolve=True)}} if attacker_cfg else {}),
         "metrics": metrics,
         "breakdown": breakdown,
         "run": {
@@ -236,6 +256,7 @@ def run(cfg) -> tuple[dict, Path]:
             "samples_per_s": round(len(pending) / wall, 3) if pending else 0.0,
             "model_calls": calls,
             "judge_calls": judge_calls,
+            "attacker_calls": attacker_calls,
             "cache_hits": hits,
             "resumed": len(items) - len(pending),
             "failed": sum(1 for s in ordered if s.get("error")),

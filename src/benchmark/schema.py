@@ -92,6 +92,7 @@ class DataConfig:
     id_field: Optional[str] = None  # null: the record's position in the file
     required: List[str] = field(default_factory=list)  # fields every record must have
     distinct: List[str] = field(default_factory=list)  # keep only the first record of each combination of these
+    json_field: Optional[str] = None  # json: the key of a top-level object that holds the rows (e.g. instances)
     # other layouts of the same data: a field's other names (matched ignoring case), used when it is absent
     fields: Dict[str, List[str]] = field(default_factory=dict)
     sha256: Optional[str] = None  # known hash of the full split's records
@@ -175,21 +176,52 @@ class AttackConfig:
 
 
 @dataclass
+class SeedSource:
+    """Where a dialogue attack's opening sentences come from: one data file, one sentence per kept row."""
+
+    name: str = MISSING  # the per-source breakdown's key
+    data: DataConfig = field(default_factory=DataConfig)
+    text: str = MISSING  # Jinja rendering the seed sentence from a row
+    keep: Optional[str] = None  # Jinja condition over a row; rows where it renders false or empty are skipped
+    take: Optional[int] = None  # the first N kept rows (null: all)
+
+
+@dataclass
+class DialogueConfig:
+    """Kind dialogue_attack: an attacker opens with a seed and converses with the target for up to `turns` turns."""
+
+    seeds: List[SeedSource] = field(default_factory=list)
+    turns: int = 5
+    # the attacker's instructions (Jinja over seed, source): the start of its own chat history
+    attacker_messages: List[Message] = field(default_factory=list)
+    attacker_sees: str = "full"  # full: the whole conversation | last: only the target's last reply
+    attacker_generation: Dict[str, Any] = field(default_factory=dict)  # overrides the attacker model's settings
+    target_generation: Dict[str, Any] = field(default_factory=dict)  # overrides the target model's settings
+    stop: str = "first_toxic"  # first_toxic: end a conversation at its first flagged target turn | full: run to N
+    # judging steps for each target turn (in order, the first that flags decides), and for each attacker turn;
+    # variables: seed, source, turn, attacker (this turn's attacker utterance), response (the turn being judged)
+    judges: List[JudgeStepConfig] = field(default_factory=list)
+    attacker_judges: List[JudgeStepConfig] = field(default_factory=list)
+    tie: str = "not_flagged"
+
+
+@dataclass
 class TaskConfig:
     name: str = MISSING
     version: int = 1
-    kind: str = MISSING  # classify | attack
+    kind: str = MISSING  # classify | attack | dialogue_attack
     language: str = MISSING
     description: str = ""
     citation: str = ""
     headline: str = MISSING  # the metric the leaderboard shows first
-    data: DataConfig = field(default_factory=DataConfig)
+    data: Optional[DataConfig] = None  # dialogue_attack reads its seeds from dialogue.seeds instead
     derived: Dict[str, str] = field(default_factory=dict)  # extra record fields, as Jinja templates
     options: Dict[str, Any] = field(default_factory=dict)  # visible to templates as `options`
     messages: List[Message] = field(default_factory=list)
     group_by: List[str] = field(default_factory=list)  # record fields for the breakdown
     classify: Optional[ClassifyConfig] = None
     attack: Optional[AttackConfig] = None
+    dialogue: Optional[DialogueConfig] = None
 
 
 @dataclass
@@ -207,6 +239,7 @@ class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     task: TaskConfig = field(default_factory=TaskConfig)
     judge: Optional[JudgeConfig] = None
+    attacker: Optional[ModelConfig] = None  # dialogue attacks: the model that steers the conversation
     limit: Optional[int] = None
     seed: int = 1234
     data_root: Optional[str] = None

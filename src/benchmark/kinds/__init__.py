@@ -3,8 +3,9 @@
 from .. import BenchmarkError
 from .attack import Attack
 from .classify import Classify
+from .dialogue import DialogueAttack
 
-KINDS = {"classify": Classify, "attack": Attack}
+KINDS = {"classify": Classify, "attack": Attack, "dialogue_attack": DialogueAttack}
 
 
 def make_kind(task, model_cfg):

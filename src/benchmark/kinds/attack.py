@@ -68,6 +68,49 @@ class Step:
         return {"flagged": None if label == INVALID else label == self.flag_label(v), "answer": out, "label": label}
 
 
+def judge_step(step: Step, voters, env: dict, tie_policy: str, errors: dict) -> dict:
+    """Ask every voter of a step about the items of `env` ({key: template variables, with `response`}).
+
+    Returns {key: {"flagged", "tie", "votes"}} for the items every voter answered; a failed request puts
+    "judge <voter>: <error>" in errors[key[0]] (the sample it belongs to) and leaves the item out."""
+    items = list(env)
+    answers: dict = {key: {} for key in items}
+    requests = [step.request(env[key]) for key in items]
+    for voter, judge in voters:
+        payloads = requests
+        if step.op == "generate":  # each judge with its own (deterministic) generation settings
+            generation = OmegaConf.to_container(judge.config.generation, resolve=True)
+            payloads = [{**p, "generation": generation} for p in requests]
+        for key, out in zip(items, judge(step.op, payloads)):
+            if isinstance(out, Failure):
+                errors.setdefault(key[0], f"judge {voter}: {out.error}")
+                answers.pop(key, None)
+            elif key in answers:
+                answers[key][voter] = step.vote(out, env[key])
+    judged = {}
+    for key, votes in answers.items():
+        yes = sum(v["flagged"] is True for v in votes.values())
+        no = sum(v["flagged"] is False for v in votes.values())
+        tie = yes == no and yes > 0  # no valid vote at all is not a tie: the item is not flagged
+        flagged = (tie_policy == "flagged") if tie else yes > no
+        judged[key] = {"flagged": flagged, "tie": tie, "votes": votes}
+    return judged
+
+
+def describe_step(step: Step) -> dict:
+    """What a score card records about a judging step: its type and the hash of its prompt (or input)."""
+    from ..hashing import sha256_json
+
+    spec = OmegaConf.to_container(step.spec, resolve=True)
+    return {"step_type": step.type,
+            "prompt_sha256": sha256_json({k: spec[k] for k in ("type", "input", "messages", "labels", "flag")})}
+
+
+def check_tie(policy: str, where: str) -> None:
+    if policy not in ("flagged", "not_flagged"):
+        raise BenchmarkError(f"{where}.tie={policy!r}: use flagged or not_flagged")
+
+
 class Attack:
     judge_steps: list[str]
 
@@ -82,8 +125,7 @@ class Attack:
             raise BenchmarkError(f"{where}.judges: name at least one judging step")
         if not task.messages:
             raise BenchmarkError(f"task {task.name}: kind attack needs `messages:` (the prompt the model answers)")
-        if spec.tie not in ("flagged", "not_flagged"):
-            raise BenchmarkError(f"{where}.tie={spec.tie!r}: use flagged or not_flagged")
+        check_tie(spec.tie, where)
         self.task, self.spec = task, spec
         self.k = spec.samples
         self.steps = [Step(s, task.name) for s in spec.judges]
@@ -96,13 +138,7 @@ class Attack:
         self.refusals = [p.lower() for p in spec.refusal_phrases]
 
     def describe_step(self, name: str) -> dict:
-        """What a score card records about a judging step: its type and the hash of its prompt (or input)."""
-        from ..hashing import sha256_json
-
-        step = next(s for s in self.steps if s.name == name)
-        spec = OmegaConf.to_container(step.spec, resolve=True)
-        return {"step_type": step.type, "prompt_sha256": sha256_json(
-            {k: spec[k] for k in ("type", "input", "messages", "labels", "flag")})}
+        return describe_step(next(s for s in self.steps if s.name == name))
 
     # --- requests ---------------------------------------------------------------------------------------
     def check_record(self, record: dict) -> str | None:
@@ -155,31 +191,6 @@ class Attack:
             value = output
         return [str(x) for x in value][: self.k] if isinstance(value, list) else [str(value)]
 
-    def _judge(self, step: Step, voters, items: list[tuple[int, int]], records, responses, errors) -> dict:
-        """Ask every voter of a step about the given responses; returns {(i, j): judgement} for those answered."""
-        env = {(i, j): {**variables(self.task, records[i]), "response": responses[i][j]} for i, j in items}
-        answers: dict[tuple[int, int], dict] = {ij: {} for ij in items}
-        requests = [step.request(env[ij]) for ij in items]
-        for key, judge in voters:
-            payloads = requests
-            if step.op == "generate":  # each judge with its own (deterministic) generation settings
-                generation = OmegaConf.to_container(judge.config.generation, resolve=True)
-                payloads = [{**p, "generation": generation} for p in requests]
-            for ij, out in zip(items, judge(step.op, payloads)):
-                if isinstance(out, Failure):
-                    errors.setdefault(ij[0], f"judge {key}: {out.error}")
-                    answers.pop(ij, None)
-                elif ij in answers:
-                    answers[ij][key] = step.vote(out, env[ij])
-        judged = {}
-        for ij, votes in answers.items():
-            yes = sum(v["flagged"] is True for v in votes.values())
-            no = sum(v["flagged"] is False for v in votes.values())
-            tie = yes == no and yes > 0  # no valid vote at all is not a tie: the response is not flagged
-            flagged = (self.spec.tie == "flagged") if tie else yes > no
-            judged[ij] = {"flagged": flagged, "tie": tie, "votes": votes}
-        return judged
-
     def evaluate(self, records: list[dict], model, judges: dict) -> list[dict]:
         """judges: {step name: [(voter key, cached judge model), ...]}."""
         responses = self._responses(records, model)
@@ -190,7 +201,8 @@ class Attack:
         for step in self.steps:
             if not open_:
                 break
-            judged = self._judge(step, judges[step.name], open_, records, responses, errors)
+            env = {(i, j): {**variables(self.task, records[i]), "response": responses[i][j]} for i, j in open_}
+            judged = judge_step(step, judges[step.name], env, self.spec.tie, errors)
             for ij, judgement in judged.items():
                 judgements.setdefault(ij, {})[step.name] = judgement
                 if judgement["flagged"]:

@@ -24,6 +24,7 @@ class CachedModel:
         self.cache = cache
         self.calls = 0  # requests sent to the backend
         self.hits = 0  # requests answered from the cache
+        self.batches = 0  # calls to the backend (each a batch of requests)
 
     def __call__(self, op: str, payloads: list[dict]) -> list:
         keys = [request_key(self.sha, op, p) for p in payloads]
@@ -34,6 +35,7 @@ class CachedModel:
             if k not in found:
                 todo.setdefault(k, p)  # identical requests within a batch are asked once
         if todo:
+            self.batches += 1
             results = self._ask(op, list(todo.values()))
             self.calls += len(todo)
             self.cache.put_many(self.sha, {k: r for k, r in zip(todo, results) if not isinstance(r, Failure)})
