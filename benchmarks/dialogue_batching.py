@@ -1,0 +1,79 @@
+"""Measure turn-level batching of dialogue attacks: the toxicchat task's 50 seeds x 5 turns with tiny random models
+as attacker and target, every live conversation advancing together (chunk_size 64) versus one conversation at a
+time (chunk_size 1). Each run starts from an empty cache.
+
+    python benchmarks/dialogue_batching.py [--data-root ../shared/data] [--turns 5] [--tokens 16]
+
+Prints both wall times, the model calls and the ratio; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+
+def compose(overrides: list[str]):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from benchmark.paths import CONF_DIR
+    from benchmark.schema import register
+
+    register()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return hydra_compose(config_name="config", overrides=overrides)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data-root", default=str(REPO.parent / "shared" / "data"))
+    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--tokens", type=int, default=16)
+    args = parser.parse_args()
+
+    from conftest import build_tiny_model
+
+    from benchmark.runner import run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        model = build_tiny_model(tmp / "tiny")
+        # the same tiny model as target and attacker; keyword judges keep judging cost out of the comparison
+        base = [
+            "task=toxicchat", f"data_root={args.data_root}", "model=hf", f"model.pretrained={model}",
+            "attacker.pretrained=" + str(model), f"task.dialogue.turns={args.turns}", "task.dialogue.stop=full",
+            f"task.dialogue.target_generation.max_new_tokens={args.tokens}",
+            f"task.dialogue.attacker_generation.max_new_tokens={args.tokens}",
+            "judge.models.utterance.backend=keywords", "judge.models.utterance.phrases=[idiot]",
+            "judge.models.context.backend=keywords", "judge.models.context.phrases=[pills]",
+            "judge.models.context.pretrained=null", "progress=false", "bootstrap=200",
+        ]
+        results = {}
+        for name, chunk in (("batched per turn", 64), ("one conversation at a time", 1)):
+            cfg = compose(base + [f"chunk_size={chunk}", f"results_dir={tmp / name.replace(' ', '_')}"])
+            started = time.perf_counter()
+            card, _ = run(cfg)
+            results[name] = (time.perf_counter() - started, card)
+        print(f"== toxicchat: {card['breakdown']['conversations']['total']} conversations x {args.turns} turns, "
+              f"tiny Llama as attacker and target, {args.tokens} new tokens per turn, 2-core CPU")
+        for name, (wall, card) in results.items():
+            print(f"{name:<28} wall {wall:6.1f} s; target calls {card['run']['model_calls']}, "
+                  f"attacker calls {card['run']['attacker_calls']}")
+        batched, single = results["batched per turn"][0], results["one conversation at a time"][0]
+        print(f"ratio batched / one at a time: {batched / single:.2f} ({single / batched:.1f}x faster)")
+
+
+if __name__ == "__main__":
+    main()
