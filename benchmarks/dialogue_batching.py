@@ -41,6 +41,7 @@ def main() -> None:
     parser.add_argument("--data-root", default=str(REPO.parent / "shared" / "data"))
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=16)
+    parser.add_argument("--batch-size", type=int, default=8, help="the hf backend's batch size, both models")
     args = parser.parse_args()
 
     from conftest import build_tiny_model
@@ -53,7 +54,8 @@ def main() -> None:
         # the same tiny model as target and attacker; keyword judges keep judging cost out of the comparison
         base = [
             "task=toxicchat", f"data_root={args.data_root}", "model=hf", f"model.pretrained={model}",
-            "attacker.pretrained=" + str(model), f"task.dialogue.turns={args.turns}", "task.dialogue.stop=full",
+            "attacker.pretrained=" + str(model), f"model.batch_size={args.batch_size}",
+            f"attacker.batch_size={args.batch_size}", f"task.dialogue.turns={args.turns}", "task.dialogue.stop=full",
             f"task.dialogue.target_generation.max_new_tokens={args.tokens}",
             f"task.dialogue.attacker_generation.max_new_tokens={args.tokens}",
             "judge.models.utterance.backend=keywords", "judge.models.utterance.phrases=[idiot]",
@@ -61,13 +63,14 @@ def main() -> None:
             "judge.models.context.pretrained=null", "progress=false", "bootstrap=200",
         ]
         results = {}
-        for name, chunk in (("batched per turn", 64), ("one conversation at a time", 1)):
+        for name, chunk in (("one conversation at a time", 1), ("batched per turn", 64)):
             cfg = compose(base + [f"chunk_size={chunk}", f"results_dir={tmp / name.replace(' ', '_')}"])
             started = time.perf_counter()
             card, _ = run(cfg)
             results[name] = (time.perf_counter() - started, card)
         print(f"== toxicchat: {card['breakdown']['conversations']['total']} conversations x {args.turns} turns, "
-              f"tiny Llama as attacker and target, {args.tokens} new tokens per turn, 2-core CPU")
+              f"tiny Llama as attacker and target, {args.tokens} new tokens per turn, batch size {args.batch_size}, "
+              f"{os.cpu_count()}-core CPU")
         for name, (wall, card) in results.items():
             print(f"{name:<28} wall {wall:6.1f} s; target calls {card['run']['model_calls']}, "
                   f"attacker calls {card['run']['attacker_calls']}")
