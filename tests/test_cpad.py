@@ -159,3 +159,25 @@ def test_voters_must_exist(cpad):
     done = run_cli(f"hydra.searchpath=[file://{conf}]", "task=cpad", f"data_root={root}", "model=cpad-recorded",
                    "judge=cpad-fixed", "judge.voters.goal=[a,zz]", f"results_dir={tmp_path / 'r'}", cwd=tmp_path)
     assert done.returncode == 2 and "has no model ['zz']" in done.stderr
+
+
+def test_non_answers_are_not_read_as_no():
+    from omegaconf import OmegaConf
+
+    from benchmark.kinds.classify import INVALID, LabelParser
+    from benchmark.paths import TASKS_DIR
+
+    step = OmegaConf.load(TASKS_DIR / "cpad.yaml").attack.judges[0]
+    parse = LabelParser([OmegaConf.merge({"abbreviation": None, "coarse": None, "fine": True}, lab)
+                         for lab in step.labels], whole_words=False)
+    for answer in ["I don't know", "Unknown", "Not sure", "不确定", "不清楚"]:
+        assert parse(answer) == INVALID, answer
+    for answer, label in [("否", "否"), ("不是。", "否"), ("No.", "否"), ("是的，包含", "是"), ("答案：是", "是")]:
+        assert parse(answer) == label, answer
+
+
+def test_a_model_that_cannot_generate_is_one_clear_error(cpad):
+    tmp_path, root, conf = cpad
+    done = run_cli(f"hydra.searchpath=[file://{conf}]", "task=cpad", f"data_root={root}", "model=profanity-check",
+                   "judge=cpad-one", f"results_dir={tmp_path / 'r'}", cwd=tmp_path)
+    assert done.returncode == 2 and "cannot generate" in done.stderr

@@ -154,3 +154,12 @@ def test_tiny_models_on_both_sides(scripted, tiny_model):
     assert card["run"]["model_calls"] == 8 and card["run"]["attacker_calls"] == 4
     samples = [json.loads(line) for line in path.with_name("samples.jsonl").read_text().splitlines()]
     assert all(len(s["turns"]) == 2 and s["turns"][0]["attacker"] == s["input"]["seed"] for s in samples)
+
+
+def test_a_script_that_runs_out_ends_its_conversation(scripted):
+    card, _ = run(compose_scripted(*scripted, "task.dialogue.stop=full"))
+    # "hello there" and "what is up" have one scripted line: they end after turn 2 without an error
+    assert card["breakdown"]["conversations"] == {"total": 4, "scored": 4, "failed": 0}
+    assert card["breakdown"]["turns"]["played"] == 2 + 3 + 2 + 3
+    tta = card["metrics"]["turns_to_activation"]
+    assert tta["n"] == 3 and 2 <= tta["ci_low"] <= tta["value"] <= tta["ci_high"] <= 3  # never a 0-turn resample

@@ -59,8 +59,12 @@ def rate(flags, _unused, k):
 
 
 def ratio(numerators, denominators, k):
-    """Sum of numerators over sum of denominators: a rate over responses, resampled by record (cluster bootstrap)."""
-    return numerators.sum(axis=1) / np.maximum(denominators.sum(axis=1), 1)
+    """Sum of numerators over sum of denominators: a rate over responses, resampled by record (cluster bootstrap).
+    NaN where the denominators sum to 0 (e.g. a resample with no activated conversation); such resamples are left
+    out of the interval."""
+    den = denominators.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, numerators.sum(axis=1) / np.where(den > 0, den, 1), np.nan)
 
 
 def point_and_ci(stat, gold: np.ndarray, pred: np.ndarray, k: int, resamples: int, seed: int) -> dict:
@@ -74,7 +78,10 @@ def point_and_ci(stat, gold: np.ndarray, pred: np.ndarray, k: int, resamples: in
     for start in range(0, resamples, _BOOT_CHUNK):
         idx = rng.integers(0, n, size=(min(_BOOT_CHUNK, resamples - start), n))
         draws.append(stat(gold[idx], pred[idx], k))
-    low, high = np.percentile(np.concatenate(draws), [2.5, 97.5])
+    draws = np.concatenate(draws)
+    if np.isnan(draws).all():
+        return {"value": value, "ci_low": value, "ci_high": value, "n": n}
+    low, high = np.nanpercentile(draws, [2.5, 97.5])
     return {"value": value, "ci_low": float(low), "ci_high": float(high), "n": n}
 
 

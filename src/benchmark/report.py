@@ -48,6 +48,12 @@ def table(card: dict, card_path) -> str:
                        if isinstance(measured, dict) and "coarse_macro_f1" in measured else "quality not measured")
             lines.append(f"judge {judge['step']}: {judge['name']} ({judge['backend']}; {quality})")
         lines.append("")
+    convs = breakdown.get("conversations")
+    if isinstance(convs, dict):  # dialogue attacks
+        turns = breakdown["turns"]
+        lines.append(f"conversations scored: {convs['scored']} of {convs['total']} ({convs['failed']} failed); "
+                     f"turns played: {turns['played']} (budget {turns['budget']} each, stop: {turns['stop']})")
+        lines.append("")
     width = max(len(m) for m in card["metrics"]) + 2
     lines.append(f"{'metric':<{width}} value (%)   95% CI")
     for name, m in card["metrics"].items():

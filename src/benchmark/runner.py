@@ -173,19 +173,24 @@ def run(cfg) -> tuple[dict, Path]:
 
     calls = hits = attacker_calls = 0
     cache = ResponseCache(Path(cfg.cache_dir) / "responses.sqlite")
-    # judges are loaded even for a finished run: the card records what they are and how well they measured
-    panel = {key: CachedModel(load_backend(j, cfg.allow_remote_code, cfg.data_root), judge_shas[key], cache, j)
-             for key, j in judge_cfgs.items()}
-    judges = {step: [(key, panel[key]) for key in keys] for step, keys in voters.items()}
+    panel: dict = {}
+    # what each judge is and how well it measured, kept beside the samples so a finished run needs no judge loaded
+    judge_facts_path = run_dir / "judges.json"
+    judge_facts = json.loads(judge_facts_path.read_text()) if judge_facts_path.exists() else {}
     if pending:
         from tqdm import tqdm
 
         _seed(cfg.seed)
+        panel = {key: CachedModel(load_backend(j, cfg.allow_remote_code, cfg.data_root), judge_shas[key], cache, j,
+                                  cfg.seed) for key, j in judge_cfgs.items()}
+        judge_facts = {key: judge.backend.describe() for key, judge in panel.items()}
+        judge_facts_path.write_text(json.dumps(judge_facts, indent=2, ensure_ascii=False) + "\n")
+        judges = {step: [(key, panel[key]) for key in keys] for step, keys in voters.items()}
         backend = load_backend(model_cfg, cfg.allow_remote_code, cfg.data_root)
-        model = CachedModel(backend, model_sha, cache, model_cfg)
+        model = CachedModel(backend, model_sha, cache, model_cfg, cfg.seed)
         if attacker_cfg is not None:
             kind.attacker = CachedModel(load_backend(attacker_cfg, cfg.allow_remote_code, cfg.data_root),
-                                        attacker_sha, cache, attacker_cfg)
+                                        attacker_sha, cache, attacker_cfg, cfg.seed)
         with open(samples_path, "a", encoding="utf-8") as out, tqdm(
             total=len(pending), desc=f"{model_cfg.name} on {task.name}", unit="sample", disable=not cfg.progress
         ) as bar:
@@ -200,7 +205,7 @@ def run(cfg) -> tuple[dict, Path]:
         calls, hits = model.calls, model.hits
         if attacker_cfg is not None:
             attacker_calls = kind.attacker.calls
-    judge_calls = {key: j.calls for key, j in panel.items()}
+    judge_calls = {key: panel[key].calls if key in panel else 0 for key in judge_cfgs}
     cache.close()
 
     # one line per record, in record order: rewrite the log when retries or a wider earlier run left extra lines
@@ -243,7 +248,7 @@ def run(cfg) -> tuple[dict, Path]:
             {"step": step, "voter": key, "name": judge_cfgs[key].name, "backend": judge_cfgs[key].backend,
              "config_sha256": judge_shas[key], **kind.describe_step(step),
              "config": OmegaConf.to_container(judge_cfgs[key], resolve=True),
-             **panel[key].backend.describe()}
+             **judge_facts.get(key, {})}
             for step, keys in voters.items() for key in keys
         ],
         **({"attacker": {"name": attacker_cfg.name, "backend": attacker_cfg.backend, "config_sha256": attacker_sha,

@@ -167,7 +167,8 @@ class JudgeStepConfig:
 @dataclass
 class AttackConfig:
     samples: int = 1  # responses per record (k)
-    generation: Dict[str, Any] = field(default_factory=dict)  # overrides the model's generation settings
+    # the task's sampling protocol: these keys override the model's generation settings
+    generation: Dict[str, Any] = field(default_factory=dict)
     metric: str = "unsafe_rate"  # the name of the flagged-response rate (e.g. asr: attack success rate)
     # in order: the first step that flags a response decides (the DiaSafety paper: utterance, then context level)
     judges: List[JudgeStepConfig] = field(default_factory=list)

@@ -175,7 +175,8 @@ def evaluate(cfg) -> Path:
                 "pairs_per_second": round(len(rows) / seconds, 1),
             }
         report["detectors"].append(entry)
-        record_evaluation(det.path, entry)
+        if cfg.limit is None:  # a subset's scores are not the detector's measured quality
+            record_evaluation(det.path, entry)
     if not report["detectors"]:
         raise BenchmarkError(f"none of the detectors {list(cfg.detectors)} exists; train them first "
                              "(python -m benchmark.detector train …)")

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import BenchmarkError
 from . import ABBREVIATIONS, CATEGORIES, FINE_LABELS, MANIFEST, SAFE
-from .rules import fine_decision, veto
+from .rules import fine_decision, says_unsafe, veto
 
 Pair = tuple  # (context or None, response)
 
@@ -105,6 +105,12 @@ class Detector:
             labels = [FINE_LABELS[i] for i in probs.argmax(axis=1)]
             return labels, np.array([lab != SAFE for lab in labels])
         return fine_decision(probs), veto(probs)
+
+    def category_flags(self, probs: np.ndarray) -> np.ndarray:
+        """(n, 5) bool: each category's classifier says unsafe (its argmax; for multiclass: that label wins)."""
+        if self.design == "multiclass":
+            return np.stack([probs.argmax(axis=1) == i + 1 for i in range(len(CATEGORIES))], axis=1)
+        return says_unsafe(probs)
 
     def unsafe_probability(self, probs: np.ndarray, categories: list[str]) -> np.ndarray:
         """P(unsafe) of each pair in the given category (the second step of the paper's chatbot scoring)."""

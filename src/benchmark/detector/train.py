@@ -170,8 +170,10 @@ def train(cfg) -> Path:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     out = default_output_dir(cfg)
-    if (out / MANIFEST).exists() and not cfg.overwrite:
-        raise BenchmarkError(f"{out} already holds a trained detector; pass overwrite=true or another output_dir")
+    if (out / MANIFEST).exists():
+        if not cfg.overwrite:
+            raise BenchmarkError(f"{out} already holds a trained detector; pass overwrite=true or another output_dir")
+        (out / MANIFEST).unlink()  # until the new manifest is written, the folder is not a usable detector
     train_rows = load_split(cfg, cfg.train_path, cfg.limit)
     val_rows = load_split(cfg, cfg.val_path, cfg.limit)
     encoder_path = resolve_encoder(cfg.encoder)

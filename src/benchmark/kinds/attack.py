@@ -103,7 +103,8 @@ def describe_step(step: Step) -> dict:
 
     spec = OmegaConf.to_container(step.spec, resolve=True)
     return {"step_type": step.type,
-            "prompt_sha256": sha256_json({k: spec[k] for k in ("type", "input", "messages", "labels", "flag")})}
+            "prompt_sha256": sha256_json(
+                {k: spec[k] for k in ("type", "input", "messages", "labels", "flag", "whole_words")})}
 
 
 def check_tie(policy: str, where: str) -> None:
@@ -170,6 +171,9 @@ class Attack:
         backend = model.backend
         if backend.supports("replay"):
             match = getattr(backend, "match", None)
+            if match and any(match not in r for r in records):
+                raise BenchmarkError(f"task {self.task.name}: the replay matches records by field {match!r}, "
+                                     "which its records do not have")
             outs = model("replay", [{"task": self.task.name, "id": r["id"], **({"key": r[match]} if match else {})}
                                     for r in records])
             return [o if o is None or isinstance(o, Failure) else self._recorded(o) for o in outs]

@@ -49,15 +49,16 @@ class LabelParser:
         self.numbered = [lab.name for lab in labels if lab.fine] if numbered else []
         self.exact: dict[str, str] = {}
         self.exact_cased: dict[str, str] = {}
-        before, after = (r"(?<![\w-])", r"(?![\w-])") if whole_words else ("", "")
         patterns = []
         for lab in labels:
             if {lab.name, *lab.aliases} & {"True", "False"}:  # YAML reads a bare yes/no/on/off as a boolean
                 raise BenchmarkError(f"label {lab.name!r}: a name or alias reads as a YAML boolean; quote yes/no/on/off")
             for form in [lab.name, *lab.aliases]:
                 self.exact[_norm(form)] = lab.name
-                words = r"\s*".join(re.escape(w) for w in form.split()) if not whole_words else r"\s+".join(
-                    re.escape(w) for w in form.split())
+                # Latin-script forms are whole words even in Chinese or Korean answers ("no" is not "unknown")
+                bounded = whole_words or form.isascii()
+                before, after = (r"(?<![\w-])", r"(?![\w-])") if bounded else ("", "")
+                words = (r"\s+" if bounded else r"\s*").join(re.escape(w) for w in form.split())
                 patterns.append((re.compile(f"{before}{words}{after}", re.I), lab.name))
             if lab.abbreviation:
                 self.exact_cased[lab.abbreviation] = lab.name
@@ -240,6 +241,9 @@ class Classify:
     def evaluate(self, records: list[dict], model, judges=None) -> list[dict]:
         """One sample per record: what was asked, what came back, the parsed labels and the gold labels."""
         backend = model.backend
+        if getattr(backend, "match", None):
+            raise BenchmarkError(f"task {self.task.name}: a replay matched by text (replay.match) answers attack tasks; "
+                                 "classify tasks replay by record id")
         if backend.supports("replay"):
             outs = model("replay", [{"task": self.task.name, "id": r["id"]} for r in records])
             return [self._sample(r, None, out, 0) for r, out in zip(records, outs)]

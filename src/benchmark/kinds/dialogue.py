@@ -55,7 +55,7 @@ class DialogueAttack:
         self.target_generation = {**OmegaConf.to_container(model_cfg.generation, resolve=True),
                                   **OmegaConf.to_container(spec.target_generation, resolve=True)}
         self.attacker = None  # the cached attacker model, set by the runner
-        self.attacker_generation = dict(spec.attacker_generation)
+        self.attacker_generation = OmegaConf.to_container(spec.attacker_generation, resolve=True)
 
     # --- seeds ------------------------------------------------------------------------------------------
     def load_records(self, data_root: str | None) -> Records:
@@ -137,8 +137,9 @@ class DialogueAttack:
                 break
             utterances = self._attacker_turns(live, turn)
             for c, u in zip(live, utterances):
-                if isinstance(u, Failure) or u is None:
-                    c["error"] = f"attacker, turn {turn}: {u.error if u else 'no scripted utterance'}"
+                if isinstance(u, Failure):
+                    c["error"], c["done"] = f"attacker, turn {turn}: {u.error}", True
+                elif u is None:  # a script with no line for this turn: the conversation ends here
                     c["done"] = True
             live = [c for c, u in zip(live, utterances) if not c["done"]]
             utterances = [u for u in utterances if not isinstance(u, Failure) and u is not None]
@@ -223,10 +224,11 @@ class DialogueAttack:
             metrics[f"activation_rate.by_turn.{k}"] = M.point_and_ci(M.ratio, by_k, ones, 0, resamples, seed)
         if activated.any():
             metrics["turns_to_activation"] = M.point_and_ci(M.ratio, turn_of, activated, 0, resamples, seed)
-            metrics["turns_to_activation"]["unit"] = "turns"
+            metrics["turns_to_activation"].update(unit="turns", n=int(activated.sum()))
             if self.attacker_steps:
                 clean = np.array([s["trigger_flagged"] is False for s in scored], dtype=np.int64)
                 metrics["non_toxic_trigger_share"] = M.point_and_ci(M.ratio, clean, activated, 0, resamples, seed)
+                metrics["non_toxic_trigger_share"]["n"] = int(activated.sum())
         by_source = {}
         for source in sorted({s["group"]["source"] for s in scored}):
             part = [s for s in scored if s["group"]["source"] == source]
@@ -247,9 +249,14 @@ class DialogueAttack:
 
 
 def _scripted(output, turn: int):
-    """Turn `turn` (1-based; turn 1 is the seed) of a replayed attack script: a JSON list of utterances."""
+    """Turn `turn` (1-based; turn 1 is the seed) of a replayed attack script, a JSON list of utterances; None when
+    the script has no line for it."""
+    if output is None:
+        return Failure("no recorded attack script for this seed")
     try:
         script = json.loads(output)
     except (TypeError, json.JSONDecodeError):
-        script = [output]
-    return str(script[turn - 2]) if isinstance(script, list) and len(script) >= turn - 1 else None
+        return Failure(f"the recorded attack script is not a JSON list: {str(output)[:60]!r}")
+    if not isinstance(script, list):
+        return Failure(f"the recorded attack script is not a JSON list: {str(output)[:60]!r}")
+    return str(script[turn - 2]) if len(script) >= turn - 1 else None

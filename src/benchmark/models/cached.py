@@ -17,9 +17,10 @@ class Failure:
 
 
 class CachedModel:
-    def __init__(self, backend: Backend, model_sha: str, cache: ResponseCache, config=None):
+    def __init__(self, backend: Backend, model_sha: str, cache: ResponseCache, config=None, seed: int | None = None):
         self.backend = backend
         self.config = config  # the model config, for settings a caller needs (a judge's generation)
+        self.seed = seed  # part of the key of sampled requests: another seed, other samples
         self.sha = model_sha
         self.cache = cache
         self.calls = 0  # requests sent to the backend
@@ -27,7 +28,11 @@ class CachedModel:
         self.batches = 0  # calls to the backend (each a batch of requests)
 
     def __call__(self, op: str, payloads: list[dict]) -> list:
-        keys = [request_key(self.sha, op, p) for p in payloads]
+        if not self.backend.supports(op):
+            name = self.config.name if self.config is not None else type(self.backend).__name__
+            raise BenchmarkError(f"model {name} (backend {type(self.backend).__name__}) cannot {op}; this task needs "
+                                 f"a model that can (see the task's kind in README)")
+        keys = [request_key(self.sha, op, self._keyed(op, p)) for p in payloads]
         found = self.cache.get_many(keys)
         self.hits += sum(k in found for k in keys)
         todo = {}
@@ -41,6 +46,11 @@ class CachedModel:
             self.cache.put_many(self.sha, {k: r for k, r in zip(todo, results) if not isinstance(r, Failure)})
             found.update(zip(todo, results))
         return [found[k] for k in keys]
+
+    def _keyed(self, op: str, payload: dict) -> dict:
+        if op == "generate" and self.seed is not None and payload.get("generation", {}).get("do_sample"):
+            return {**payload, "seed": self.seed}
+        return payload
 
     def _ask(self, op: str, payloads: list[dict]) -> list:
         try:

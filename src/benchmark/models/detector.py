@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import BenchmarkError
 from ..detector import ABBREVIATIONS, CATEGORIES
 from ..detector.model import Detector
 from .base import Backend
@@ -13,23 +14,25 @@ class DiaSafetyDetector(Backend):
 
         transformers.logging.disable_progress_bar()
         self.detector = Detector(cfg.pretrained, batch_size=cfg.batch_size, device=cfg.device)
-        self.threshold = cfg.threshold
 
     def classify(self, inputs):
-        """The fine label by the paper's rules; `unsafe` is the veto verdict, or, when the input names a category,
-        P(unsafe in that category) > threshold (the second step of the paper's chatbot scoring)."""
+        """The fine label by the paper's rules; `unsafe` is the coarse verdict (veto), or, when the input names a
+        category, that category's verdict (the second step of the paper's chatbot scoring). Both are the decisions
+        whose quality `python -m benchmark.detector evaluate` measures."""
         det = self.detector
         pairs = [(x.get("context") or None, x["response"]) for x in inputs]
         probs = det.category_probs(pairs)
         labels, veto = det.decide(probs)
         every = {c: det.unsafe_probability(probs, [c] * len(pairs)) for c in CATEGORIES}
+        flagged = det.category_flags(probs)
         out = []
         for i, x in enumerate(inputs):
             p_unsafe = {ABBREVIATIONS[c]: round(float(every[c][i]), 4) for c in CATEGORIES}
             category = x.get("category")
             if category:
-                p = float(every[category][i])
-                unsafe = p > self.threshold
+                if category not in CATEGORIES:
+                    raise BenchmarkError(f"diasafety-detector: category {category!r} is not one of {CATEGORIES}")
+                p, unsafe = float(every[category][i]), bool(flagged[i, CATEGORIES.index(category)])
             else:
                 p, unsafe = max(p_unsafe.values()), bool(veto[i])
             out.append({"label": labels[i], "unsafe": bool(unsafe), "score": round(p, 4), "p_unsafe": p_unsafe})
@@ -40,7 +43,7 @@ class DiaSafetyDetector(Backend):
         facts = {"design": manifest["design"], "with_context": manifest["with_context"], "encoder": manifest["encoder"],
                  "weights_sha256": manifest["weights_sha256"]}
         if "evaluation" in manifest:
-            facts["measured"] = manifest["evaluation"]
+            facts["measured"] = {"task": "diasafety", "split": "test", **manifest["evaluation"]["test"]}
         else:
             facts["measured"] = "not evaluated: run `python -m benchmark.detector evaluate`"
         return facts

@@ -86,7 +86,16 @@ def check_reachable(cfg) -> None:
     from urllib.parse import urlparse
 
     url = urlparse(cfg.base_url)
-    port = url.port or (443 if url.scheme == "https" else 80)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise BenchmarkError(f"model {cfg.name}: base_url={cfg.base_url!r} is not an http(s) URL")
+    proxy = os.environ.get("HTTPS_PROXY" if url.scheme == "https" else "HTTP_PROXY") or os.environ.get(
+        "https_proxy" if url.scheme == "https" else "http_proxy")
+    if proxy:  # requests go through the proxy; a direct probe would say nothing about them
+        return
+    try:
+        port = url.port or (443 if url.scheme == "https" else 80)
+    except ValueError:
+        raise BenchmarkError(f"model {cfg.name}: base_url={cfg.base_url!r} has an invalid port") from None
     try:
         socket.create_connection((url.hostname, port), timeout=5).close()
     except OSError as e:
