@@ -11,5 +11,4 @@ python -m benchmark.detector train design=multiclass with_context=true epochs=2 
 # longer training at a higher learning rate: how much of the gap to the paper it closes
 python -m benchmark.detector train design=multihead with_context=true epochs=5 lr=1e-4 \
   output_dir=checkpoints/diasafety-multihead-ctx-5ep "$@"
-python -m benchmark.detector evaluate \
-  "detectors=[checkpoints/diasafety-one_vs_all-ctx,checkpoints/diasafety-one_vs_all-noctx,checkpoints/diasafety-multiclass-ctx,checkpoints/diasafety-multihead-ctx,checkpoints/diasafety-multihead-ctx-5ep]"
+python -m benchmark.detector evaluate   # the five folders above (conf/detector_evaluate.yaml)
