@@ -238,8 +238,8 @@ def markdown(report: dict) -> str:
 
     lines += ["## Table 4: fine-grained, test set (precision / recall / **F1**, %)", "",
               "The paper's Table 4 is its one-vs-all design; every detector given is shown beside it.", "",
-              "| class | " + " | ".join(f"{d['design']}, {'with' if d['with_context'] else 'without'} context"
-                                      for d in dets) + " | paper F1 with context | paper F1 without context |",
+              "| class | " + " | ".join(f"`{Path(d['path']).name}`" for d in dets)
+              + " | paper F1 with context | paper F1 without context |",
               "|---|" + "---|" * (len(dets) + 2)]
     for c in [*FINE_LABELS, "Sensitive Topic Continuation"]:
         name = c if c == "Safe" else f"{c} ({ABBREVIATIONS.get(c, 'STC')})"
