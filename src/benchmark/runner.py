@@ -183,8 +183,9 @@ def run(cfg) -> tuple[dict, Path]:
         _seed(cfg.seed)
         panel = {key: CachedModel(load_backend(j, cfg.allow_remote_code, cfg.data_root), judge_shas[key], cache, j,
                                   cfg.seed) for key, j in judge_cfgs.items()}
-        judge_facts = {key: judge.backend.describe() for key, judge in panel.items()}
-        judge_facts_path.write_text(json.dumps(judge_facts, indent=2, ensure_ascii=False) + "\n")
+        if panel:
+            judge_facts = {key: judge.backend.describe() for key, judge in panel.items()}
+            judge_facts_path.write_text(json.dumps(judge_facts, indent=2, ensure_ascii=False) + "\n")
         judges = {step: [(key, panel[key]) for key in keys] for step, keys in voters.items()}
         backend = load_backend(model_cfg, cfg.allow_remote_code, cfg.data_root)
         model = CachedModel(backend, model_sha, cache, model_cfg, cfg.seed)
