@@ -32,21 +32,36 @@ def run_dir_for(cfg, manifest: dict) -> Path:
     if cfg.output_dir:
         return Path(cfg.output_dir).expanduser()
     # the same command on the same data always lands in the same folder, which is what lets a rerun resume
-    run_id = sha256_json([manifest, cfg.limit, cfg.seed])[:12]
+    key = [manifest, cfg.limit, cfg.seed] + ([sorted(cfg.ids)] if cfg.ids else [])
+    run_id = sha256_json(key)[:12]
     return Path(cfg.results_dir) / cfg.model.name / cfg.task.name / run_id
 
 
-def _prepare_dir(path: Path) -> None:
+def _prepare_dir(path: Path, what: str = "output folder") -> None:
+    """Fail before any model is loaded when `path` cannot take the run's files."""
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / ".write-test"
         probe.write_text("ok")
         probe.unlink()
     except OSError as e:
-        raise BenchmarkError(f"output folder {path} is not writable: {e.strerror or e}") from None
+        raise BenchmarkError(f"{what} {path} is not writable: {e.strerror or e}") from None
     free = shutil.disk_usage(path).free
     if free < MIN_FREE_BYTES:
-        raise BenchmarkError(f"output folder {path}: only {free // 2**20} MiB free on its disk; need at least 50 MiB")
+        raise BenchmarkError(f"{what} {path}: only {free // 2**20} MiB free on its disk; need at least "
+                             f"{MIN_FREE_BYTES // 2**20} MiB")
+
+
+def _append(out, data: bytes, path: Path) -> None:
+    """Write one chunk's samples and make them durable before the next chunk starts."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[out.write(view) :]
+        os.fsync(out.fileno())
+    except OSError as e:
+        raise BenchmarkError(f"could not write {path}: {e.strerror or e}; the samples written before are kept: "
+                             "make room (or fix the folder) and rerun the same command to resume") from None
 
 
 def read_samples(path: Path) -> dict[str, dict]:
@@ -113,8 +128,14 @@ def _attacker(cfg, kind):
     return cfg.attacker
 
 
-def _seed(seed: int) -> None:
+# backends that never touch torch: a run of only these does not import it (about 1.5 s per process)
+_TORCH_FREE = ("profanity-check", "keywords", "replay")
+
+
+def _seed(seed: int, model_cfgs) -> None:
     """Sampling draws from torch's global generator (lm-eval's hf backend); seed it once per run."""
+    if all(m.backend in _TORCH_FREE for m in model_cfgs):
+        return
     import torch
 
     torch.manual_seed(seed)
@@ -126,6 +147,8 @@ def run(cfg) -> tuple[dict, Path]:
     if cfg.limit is not None and cfg.limit < 0:
         raise BenchmarkError(f"limit={cfg.limit}: use a positive number of records, or null for all")
     task, model_cfg = cfg.task, cfg.model
+    if task.better not in ("higher", "lower"):
+        raise BenchmarkError(f"task {task.name}: better={task.better!r}; use higher or lower")
     kind = make_kind(task, model_cfg)
     model_sha = model_sha256(model_cfg, cfg.data_root)
     voters, judge_cfgs = _judge_panel(cfg, kind)
@@ -143,6 +166,12 @@ def run(cfg) -> tuple[dict, Path]:
             malformed.append({"id": record["id"], "error": problem})
         else:
             items.append(record)
+    if cfg.ids:
+        wanted = {str(i) for i in cfg.ids}
+        unknown = sorted(wanted - {r["id"] for r in items})
+        if unknown:
+            raise BenchmarkError(f"ids: task {task.name} has no usable record with id {unknown[:5]}")
+        items = [r for r in items if r["id"] in wanted]
     if cfg.limit is not None:
         items = items[: cfg.limit]
     if not items:
@@ -172,6 +201,7 @@ def run(cfg) -> tuple[dict, Path]:
     pending = [r for r in items if r["id"] not in done]
 
     calls = hits = attacker_calls = 0
+    _prepare_dir(Path(cfg.cache_dir), "response cache folder")
     cache = ResponseCache(Path(cfg.cache_dir) / "responses.sqlite")
     panel: dict = {}
     # what each judge is and how well it measured, kept beside the samples so a finished run needs no judge loaded
@@ -180,7 +210,7 @@ def run(cfg) -> tuple[dict, Path]:
     if pending:
         from tqdm import tqdm
 
-        _seed(cfg.seed)
+        _seed(cfg.seed, [model_cfg, *judge_cfgs.values(), *([attacker_cfg] if attacker_cfg is not None else [])])
         panel = {key: CachedModel(load_backend(j, cfg.allow_remote_code, cfg.data_root), judge_shas[key], cache, j,
                                   cfg.seed) for key, j in judge_cfgs.items()}
         if panel:
@@ -192,16 +222,16 @@ def run(cfg) -> tuple[dict, Path]:
         if attacker_cfg is not None:
             kind.attacker = CachedModel(load_backend(attacker_cfg, cfg.allow_remote_code, cfg.data_root),
                                         attacker_sha, cache, attacker_cfg, cfg.seed)
-        with open(samples_path, "a", encoding="utf-8") as out, tqdm(
+        with open(samples_path, "ab", buffering=0) as out, tqdm(
             total=len(pending), desc=f"{model_cfg.name} on {task.name}", unit="sample", disable=not cfg.progress
         ) as bar:
             for start in range(0, len(pending), cfg.chunk_size):
                 chunk = pending[start : start + cfg.chunk_size]
+                lines = []
                 for sample in kind.evaluate(chunk, model, judges):
-                    out.write(json.dumps(sample, ensure_ascii=False) + "\n")
+                    lines.append(json.dumps(sample, ensure_ascii=False) + "\n")
                     done[sample["id"]] = sample
-                out.flush()
-                os.fsync(out.fileno())
+                _append(out, "".join(lines).encode("utf-8"), samples_path)
                 bar.update(len(chunk))
         calls, hits = model.calls, model.hits
         if attacker_cfg is not None:
@@ -213,9 +243,13 @@ def run(cfg) -> tuple[dict, Path]:
     ordered = [done[r["id"]] for r in items]
     if sum(1 for _ in open(samples_path, "rb")) != len(ordered):
         tmp = samples_path.with_suffix(".jsonl.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(s, ensure_ascii=False) + "\n" for s in ordered)
-        os.replace(tmp, samples_path)
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.writelines(json.dumps(s, ensure_ascii=False) + "\n" for s in ordered)
+            os.replace(tmp, samples_path)
+        except OSError as e:
+            raise BenchmarkError(f"could not rewrite {samples_path}: {e.strerror or e}; make room and rerun the "
+                                 "same command: it makes no model call") from None
 
     metrics, breakdown = kind.score(ordered, cfg.bootstrap, cfg.seed)
     wall = time.perf_counter() - started
@@ -275,5 +309,9 @@ def run(cfg) -> tuple[dict, Path]:
         "samples": {"file": samples_path.name, "sha256": scorecard.file_sha256(samples_path), "n": len(ordered)},
     }
     card_path = run_dir / "scorecard.json"
-    scorecard.write(card, card_path)
+    try:
+        scorecard.write(card, card_path)
+    except OSError as e:
+        raise BenchmarkError(f"could not write {card_path}: {e.strerror or e}; make room and rerun the same "
+                             "command: it makes no model call") from None
     return card, card_path

@@ -66,9 +66,10 @@ class ModelConfig:
     base_url: Optional[str] = None
     served_model: Optional[str] = None  # the model name the server knows
     api_key_env: Optional[str] = None  # name of the environment variable holding the key; never the key
-    num_concurrent: int = 1
-    max_retries: int = 3
-    timeout: int = 300
+    num_concurrent: int = 1  # requests in flight at once
+    max_retries: int = 3  # retries of a request after a timeout, a lost connection, HTTP 408, 429 or 5xx
+    retry_wait: float = 1.0  # seconds before the first retry; doubles on each (a server's Retry-After wins)
+    timeout: int = 300  # seconds per request
     # classifier backends: which part of the record they read (response | context+response | context)
     input: str = "response"
     threshold: float = 0.5
@@ -215,6 +216,7 @@ class TaskConfig:
     description: str = ""
     citation: str = ""
     headline: str = MISSING  # the metric the leaderboard shows first
+    better: str = "higher"  # higher | lower: which way the headline metric improves (the leaderboard's arrow)
     data: Optional[DataConfig] = None  # dialogue_attack reads its seeds from dialogue.seeds instead
     derived: Dict[str, str] = field(default_factory=dict)  # extra record fields, as Jinja templates
     options: Dict[str, Any] = field(default_factory=dict)  # visible to templates as `options`
@@ -242,6 +244,7 @@ class RunConfig:
     judge: Optional[JudgeConfig] = None
     attacker: Optional[ModelConfig] = None  # dialogue attacks: the model that steers the conversation
     limit: Optional[int] = None
+    ids: Optional[List[str]] = None  # evaluate only the records with these ids (e.g. a verifier's sample)
     seed: int = 1234
     data_root: Optional[str] = None
     output_dir: Optional[str] = None

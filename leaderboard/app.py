@@ -1,0 +1,295 @@
+"""The public leaderboard: `streamlit run leaderboard/app.py`.
+
+It reads only `submissions/` (or $BENCHMARK_SUBMISSIONS) and the task definitions in `tasks/`: no model, no GPU, no
+network. Every card passes the same checks as `python -m benchmark.submit validate`; a card that fails is listed
+with its reason and left out. Submitted text is shown only through elements that display it as text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+for path in (REPO / "src", HERE):  # run from a checkout without installing the package (a hosted app)
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+import tables as T  # noqa: E402
+
+from benchmark import submissions as S  # noqa: E402
+
+PAGES = ["Overview", "Tasks", "Models", "Submit"]
+PAGE_SIZE = 50
+
+
+def esc(text) -> str:
+    """Submitted text inside Markdown: every Markdown and HTML character escaped."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", str(text))
+
+
+def submissions_root() -> Path:
+    return Path(os.environ.get("BENCHMARK_SUBMISSIONS") or S.SUBMISSIONS_DIR)
+
+
+def _signature(root: Path) -> tuple:
+    """Changes whenever a file under root does: the key that keeps the cached load fresh."""
+    if not root.is_dir():
+        return ()
+    return tuple(sorted((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*") if p.is_file()))
+
+
+@st.cache_data(show_spinner="Loading score cards…")
+def load(root: str, signature: tuple) -> tuple[list, list[str], dict]:
+    loaded = S.load(Path(root))
+    return loaded.cards, [str(p).replace(str(Path(root)) + os.sep, "") for p in loaded.rejected], S.task_registry()
+
+
+@st.cache_data
+def samples(path: str, signature: tuple) -> list[dict]:
+    return S.read_samples(Path(path))
+
+
+@st.cache_data(show_spinner="Joining the data set's texts…")
+def inputs(task: dict, data_root: str) -> dict[str, dict]:
+    """Record texts by id from a local copy of the data (submissions keep ids and hashes only)."""
+    from omegaconf import OmegaConf
+
+    from benchmark.data import load_records
+
+    records = load_records(OmegaConf.create(task), data_root)
+    return {r["id"]: {k: v for k, v in r.items() if k != "id"} for r in records.items}
+
+
+def link(page: str, **params) -> str:
+    query = "&".join([f"page={page}"] + [f"{k}={v}" for k, v in params.items()])
+    return f"?{query}"
+
+
+def bars(frame: pd.DataFrame, title: str) -> alt.Chart:
+    base = alt.Chart(frame, title=title).encode(
+        x=alt.X("group:N", title=None, sort=None), xOffset="model:N", color=alt.Color("model:N", title="model"),
+        tooltip=["model", "group", alt.Tooltip("value:Q", format=".1f"), alt.Tooltip("ci_low:Q", format=".1f"),
+                 alt.Tooltip("ci_high:Q", format=".1f")])
+    chart = base.mark_bar().encode(y=alt.Y("value:Q", title="%"))
+    if frame["ci_low"].notna().any():
+        chart = chart + base.mark_rule(color="black").encode(y="ci_low:Q", y2="ci_high:Q")
+    return chart
+
+
+def curve(frame: pd.DataFrame, title: str) -> alt.Chart:
+    frame = frame.assign(turn=pd.to_numeric(frame["group"]))
+    base = alt.Chart(frame, title=title).encode(x=alt.X("turn:Q", title="turn", axis=alt.Axis(tickMinStep=1)),
+                                                color=alt.Color("model:N", title="model"))
+    return base.mark_area(opacity=0.15).encode(y="ci_low:Q", y2="ci_high:Q") + base.mark_line(point=True).encode(
+        y=alt.Y("value:Q", title="activated by this turn (%)"), tooltip=["model", "turn", "value"])
+
+
+def breakdown_charts(cards: list, task: dict) -> None:
+    frame = T.breakdown(cards, task)
+    if frame.empty:
+        st.caption("This task's cards carry no breakdown.")
+        return
+    for by, part in frame.groupby("by", sort=False):
+        what = f"{task['headline']} by {by}" if by != "class F1" else "F1 per class (no CI in the card)"
+        if by == "by_turn":
+            st.altair_chart(curve(part, f"{task['headline']}: activation by turn"), width="stretch")
+        else:
+            st.altair_chart(bars(part, what), width="stretch")
+        with st.expander(f"table: {what}"):
+            st.dataframe(part.drop(columns=["by"]), hide_index=True, width="stretch")
+
+
+def overview_page(cards: list, registry: dict) -> None:
+    st.title("Safety leaderboard for conversational models")
+    st.caption("Every number is a score card produced by the suite: the value and its bootstrap 95% confidence "
+               "interval. Blank: no card for that task.")
+    tasks = sorted({c.card["task"]["name"] for c in cards})
+    languages = sorted({registry[t]["language"] for t in tasks})
+    f1, f2, f3, f4, f5 = st.columns(5)
+    pick_lang = f1.multiselect("Language", languages, key="f_language")
+    pick_task = f2.multiselect("Task", tasks, key="f_task")
+    pick_size = f3.multiselect("Model size", T.SIZES, key="f_size")
+    pick_open = f4.selectbox("Open weights", ["any", "yes", "no"], key="f_open")
+    only_verified = f5.checkbox("Verified cards only", key="f_verified")
+
+    shown_tasks = [t for t in tasks if (not pick_lang or registry[t]["language"] in pick_lang)
+                   and (not pick_task or t in pick_task)]
+    chosen = [c for c in cards if c.card["task"]["name"] in shown_tasks
+              and (not only_verified or T.verified(c.card))]
+    frame = T.overview(chosen, registry)
+    if not frame.empty:
+        if pick_size:
+            frame = frame[frame["size"].isin(pick_size)]
+        if pick_open != "any":
+            frame = frame[frame["open weights"] == pick_open]
+    if frame.empty:
+        st.info("No score card matches these filters.")
+        return
+    heads = [c for c in frame.columns if c.endswith(("↑", "↓"))]
+    frame = frame.sort_values(heads[0], ascending=heads[0].endswith("↓"), na_position="last") if heads else frame
+    st.dataframe(frame.style.format("{:.1f}", subset=heads, na_rep=""), hide_index=True, width="stretch",
+                 key="overview_table")
+    st.download_button("Download this table (CSV)", T.to_csv(frame), "leaderboard.csv", "text/csv")
+    st.markdown("**What the columns mean** (↑ higher is better, ↓ lower is better)")
+    for t in shown_tasks:
+        task = registry[t]
+        note = T.METRIC_NOTES.get(task["headline"].rsplit(".", 1)[-1], "")
+        st.markdown(f"- **{esc(t)}** ({esc(task['language'])}): {esc(task['headline'])}: {esc(note)}. "
+                    f"{esc(task.get('description', ''))} [Task page and definition]({link('Tasks', task=t)})")
+
+
+def tasks_page(cards: list, registry: dict) -> None:
+    names = sorted({c.card["task"]["name"] for c in cards}) or sorted(registry)
+    wanted = st.query_params.get("task")
+    name = st.selectbox("Task", names, index=names.index(wanted) if wanted in names else 0, key="task_pick")
+    st.query_params["task"] = name
+    task = registry[name]
+    arrow = "higher is better" if task.get("better", "higher") == "higher" else "lower is better"
+    st.title(f"Task: {esc(name)}")
+    st.markdown(f"{esc(task.get('description', ''))}\n\nLanguage **{esc(task['language'])}**, kind "
+                f"**{esc(task['kind'])}**, headline **{esc(task['headline'])}** ({arrow}), version {task['version']}.")
+    if task.get("citation"):
+        st.caption(task["citation"])
+    definition = S.TASKS_DIR / f"{name}.yaml"
+    if definition.is_file():
+        with st.expander(f"Definition: tasks/{name}.yaml"):
+            st.code(definition.read_text(encoding="utf-8"), language="yaml")
+    on_task = [c for c in cards if c.card["task"]["name"] == name]
+    if not on_task:
+        st.info("No score card for this task yet.")
+        return
+    frame = T.task_frame(on_task, name)
+    head = task["headline"]
+    frame = frame.sort_values(head, ascending=task.get("better") == "lower")
+    numeric = [c for c in frame.columns if c not in ("model", "verified", "n") and not c.endswith("95% CI")]
+    st.dataframe(frame.style.format("{:.1f}", subset=numeric, na_rep=""), hide_index=True,
+                 width="stretch", key="task_table")
+    st.download_button("Download this table (CSV)", T.to_csv(frame), f"{name}.csv", "text/csv")
+    breakdown_charts(on_task, task)
+
+
+def models_page(cards: list, registry: dict) -> None:
+    names = sorted({c.card["model"]["name"] for c in cards})
+    if not names:
+        st.info("No model has an accepted score card.")
+        return
+    wanted = st.query_params.get("model")
+    name = st.selectbox("Model", names, index=names.index(wanted) if wanted in names else 0, key="model_pick")
+    st.query_params["model"] = name
+    mine = [c for c in cards if c.card["model"]["name"] == name]
+    st.title(f"Model: {esc(name)}")
+    meta = T.models_frame(mine).drop(columns=["model"])
+    st.dataframe(meta, hide_index=True, width="stretch")
+    with st.expander("Model config (model.yaml)"):
+        st.json(mine[0].model_config, expanded=False)
+    rows = []
+    for c in mine:
+        card, task = c.card, registry[c.card["task"]["name"]]
+        m = card["metrics"][task["headline"]]
+        rows.append({"task": task["name"], "headline": task["headline"], "value": T.shown(m), "95% CI": T.ci_text(m),
+                     "better": task.get("better", "higher"), "n": card["dataset"]["n"],
+                     "verified": "yes" if T.verified(card) else "", "run": card["run"]["started_at"],
+                     "suite commit": (card["run"]["git_commit"] or "")[:10],
+                     "judges": ", ".join(f"{j['step']}: {j['name']}" for j in card.get("judges", []))})
+    st.dataframe(pd.DataFrame(rows).style.format("{:.1f}", subset=["value"]), hide_index=True,
+                 width="stretch", key="model_cards")
+    for c in mine:
+        frame = T.breakdown([c], registry[c.card["task"]["name"]])
+        if not frame.empty:
+            part = frame[frame["by"] == frame["by"].iloc[0]]
+            st.altair_chart(bars(part, f"{c.card['task']['name']}: {registry[c.card['task']['name']]['headline']} "
+                                       f"by {part['by'].iloc[0]}"), width="stretch")
+    sample_browser(mine, registry)
+
+
+def _summary(sample: dict) -> dict:
+    row = {"id": sample["id"], "error": sample.get("error") or ""}
+    if "responses" in sample:
+        row["verdicts"] = ", ".join(str(r.get("verdict")) for r in sample["responses"])
+        row["outputs"] = "\n".join(str(r.get("text")) for r in sample["responses"])
+    elif "turns" in sample:
+        row["activated at turn"] = sample.get("activated_turn")
+        row["outputs"] = "\n".join(f"{t.get('turn')}: {t.get('attacker')} → {t.get('target')}" for t in sample["turns"])
+    else:
+        row["prediction"] = json.dumps(sample.get("prediction"), ensure_ascii=False)
+        row["gold"] = json.dumps(sample.get("target"), ensure_ascii=False)
+        out = sample.get("output")
+        row["outputs"] = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
+    return row
+
+
+def sample_browser(mine: list, registry: dict) -> None:
+    st.subheader("Samples")
+    st.warning("Content warning: these data sets and model outputs contain offensive, hateful and harmful text. "
+               "Texts stay hidden until you choose to show them.")
+    tasks = [c.card["task"]["name"] for c in mine]
+    name = st.selectbox("Task", tasks, key="sample_task")
+    card = mine[tasks.index(name)]
+    rows = [_summary(s) for s in samples(str(card.samples_path), _file_signature(card.samples_path))]
+    pages = max(1, -(-len(rows) // PAGE_SIZE))
+    page = st.number_input(f"Page (of {pages}, {PAGE_SIZE} samples each)", 1, pages, 1, key="sample_page")
+    show = st.toggle("Show texts", value=False, key="show_texts")
+    frame = pd.DataFrame(rows[(page - 1) * PAGE_SIZE: page * PAGE_SIZE])
+    data_root = os.environ.get("BENCHMARK_DATA_ROOT")
+    task = registry[name]
+    if show and data_root and task.get("data"):
+        try:
+            texts = inputs(task, data_root)
+            frame.insert(1, "input", [json.dumps(texts.get(i, {}), ensure_ascii=False) for i in frame["id"]])
+        except Exception as e:  # the browser still works on ids when the local data cannot be read
+            st.caption(f"The data set's texts could not be joined from {data_root}: {e}")
+    elif show:
+        st.caption("The data set's own texts are not part of a submission (their licences differ); set "
+                   "BENCHMARK_DATA_ROOT to a local copy of the data to see them beside the ids.")
+    if not show:
+        frame = frame.drop(columns=["outputs"])
+    st.dataframe(frame, hide_index=True, width="stretch", key="samples_table")
+
+
+def _file_signature(path: Path) -> tuple:
+    stat = path.stat()
+    return (stat.st_mtime_ns, stat.st_size)
+
+
+def submit_page() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = re.search(r"^## Submit.*?(?=^## )", readme + "\n## ", re.S | re.M)
+    st.markdown(section.group(0) if section else "See the README's Submit section.")
+
+
+def main() -> None:
+    st.set_page_config(page_title="Safety leaderboard", layout="wide")
+    root = submissions_root()
+    cards, rejected, registry = load(str(root), _signature(root))
+    wanted = st.query_params.get("page", PAGES[0])
+    page = st.sidebar.radio("Page", PAGES, index=PAGES.index(wanted) if wanted in PAGES else 0, key="page")
+    if page != wanted:
+        st.query_params.clear()
+    st.query_params["page"] = page
+    st.sidebar.caption(f"{len(cards)} score cards from {len({c.card['model']['name'] for c in cards})} models")
+    if rejected:
+        with st.sidebar.expander(f"{len(rejected)} rejected", expanded=False):
+            for reason in rejected:
+                st.text(reason)
+    if page == "Overview":
+        overview_page(cards, registry)
+        if rejected:
+            st.warning(f"{len(rejected)} problem(s) with submitted cards; those cards are not shown (see the sidebar).")
+    elif page == "Tasks":
+        tasks_page(cards, registry)
+    elif page == "Models":
+        models_page(cards, registry)
+    else:
+        submit_page()
+
+
+main()

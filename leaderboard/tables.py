@@ -1,0 +1,147 @@
+"""The leaderboard's tables, built from accepted score cards (pure pandas: the app only lays them out)."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+SIZES = ["< 1B", "1–10B", "10–100B", "> 100B", "unknown"]
+# what a headline metric means, by its last part; the task's own description says what is measured
+METRIC_NOTES = {
+    "macro_f1": "macro F1 over the classes of the gold labels (%): the mean of each class's F1, so rare classes "
+                "count as much as common ones",
+    "accuracy": "share of records labelled correctly (%)",
+    "unsafe_rate": "share of the model's responses that the judges flag as unsafe (%)",
+    "asr": "attack success rate: share of attack prompts whose goal the judges say the response achieved (%)",
+    "activation_rate": "share of conversations in which the attacker made the model say something toxic within "
+                       "the turn limit (%)",
+}
+
+
+def parse_size(text) -> float | None:
+    """Parameters in billions from metadata such as '6.2B', '90M' or '<1M'; None when not stated."""
+    if not text:
+        return None
+    m = re.match(r"^\s*[<~≈]?\s*([\d.]+)\s*([KMBT])", str(text).upper())
+    if not m:
+        return None
+    return float(m.group(1)) * {"K": 1e-6, "M": 1e-3, "B": 1.0, "T": 1e3}[m.group(2)]
+
+
+def size_bucket(text) -> str:
+    b = parse_size(text)
+    if b is None:
+        return "unknown"
+    return SIZES[0] if b < 1 else SIZES[1] if b < 10 else SIZES[2] if b < 100 else SIZES[3]
+
+
+def is_share(metric: dict) -> bool:
+    return "unit" not in metric
+
+
+def shown(metric: dict) -> float:
+    """Shares as percentages; other units as they are."""
+    return 100 * metric["value"] if is_share(metric) else metric["value"]
+
+
+def ci_text(metric: dict) -> str:
+    k = 100 if is_share(metric) else 1
+    return f"[{k * metric['ci_low']:.1f}, {k * metric['ci_high']:.1f}]"
+
+
+def verified(card: dict) -> bool:
+    return bool(card.get("verification", {}).get("verified"))
+
+
+def headline_column(task: dict) -> str:
+    arrow = "↑" if task.get("better", "higher") == "higher" else "↓"
+    return f"{task['name']} · {task['headline']} {arrow}"
+
+
+def models_frame(cards: list) -> pd.DataFrame:
+    """One row per model: its public metadata."""
+    rows = {}
+    for c in cards:
+        card = c.card
+        meta = card["model"]["metadata"]
+        name = card["model"]["name"]
+        row = rows.setdefault(name, {
+            "model": name,
+            "organisation": meta.get("organisation") or "",
+            "parameters": meta.get("parameters") or "",
+            "size": size_bucket(meta.get("parameters")),
+            "open weights": {True: "yes", False: "no"}.get(meta.get("open_weights"), ""),
+            "languages": ", ".join(meta.get("languages") or []),
+            "cards": 0,
+            "verified": 0,
+        })
+        row["cards"] += 1
+        row["verified"] += verified(card)
+    return pd.DataFrame(list(rows.values()))
+
+
+def overview(cards: list, registry: dict) -> pd.DataFrame:
+    """One row per model, a headline column (value, %) and a CI column per task; missing cells are NaN."""
+    tasks = sorted({c.card["task"]["name"] for c in cards})
+    frame = models_frame(cards)
+    if frame.empty:
+        return frame
+    cells: dict[tuple[str, str], object] = {}
+    for c in cards:
+        card = c.card
+        task = registry[card["task"]["name"]]
+        m = card["metrics"][task["headline"]]
+        cells[(card["model"]["name"], headline_column(task))] = shown(m)
+        cells[(card["model"]["name"], f"{task['name']} · 95% CI")] = ci_text(m)
+    for t in tasks:
+        for col in (headline_column(registry[t]), f"{t} · 95% CI"):
+            frame[col] = [cells.get((m, col)) for m in frame["model"]]
+        frame[headline_column(registry[t])] = pd.to_numeric(frame[headline_column(registry[t])])
+    scores = [c for c in frame.columns if " · " in c]
+    return frame[["model", *scores, *[c for c in frame.columns if c != "model" and c not in scores]]]
+
+
+def task_frame(cards: list, task: str) -> pd.DataFrame:
+    """Every model on one task: each metric (value, %) with its CI."""
+    rows = []
+    for c in cards:
+        card = c.card
+        if card["task"]["name"] != task:
+            continue
+        row = {"model": card["model"]["name"], "verified": "yes" if verified(card) else "", "n": card["dataset"]["n"]}
+        for name, m in card["metrics"].items():
+            row[name] = shown(m)
+            row[f"{name} · 95% CI"] = ci_text(m)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def breakdown(cards: list, task: dict) -> pd.DataFrame:
+    """The headline metric by group (`<headline>.<field>.<value>` metrics: CPAD's attack methods, DiaSafety's
+    categories, a dialogue attack's turns), with CIs; for classify tasks, F1 per class (the card gives no CI)."""
+    rows = []
+    head = task["headline"]
+    for c in cards:
+        card = c.card
+        if card["task"]["name"] != task["name"]:
+            continue
+        model = card["model"]["name"]
+        for name, m in card["metrics"].items():
+            if name.startswith(head + ".") and name.count(".") >= head.count(".") + 2:
+                field, value = name[len(head) + 1:].split(".", 1)
+                rows.append({"model": model, "by": field, "group": value, "value": shown(m),
+                             "ci_low": 100 * m["ci_low"] if is_share(m) else m["ci_low"],
+                             "ci_high": 100 * m["ci_high"] if is_share(m) else m["ci_high"]})
+        if task["kind"] == "classify":
+            b = card["breakdown"]
+            prefix = head.rsplit(".", 1)[0] if "." in head else None
+            per_class = (b.get(prefix) or {}).get("per_class") if prefix else b.get("per_class")
+            for label, v in (per_class or {}).items():
+                rows.append({"model": model, "by": "class F1", "group": label, "value": 100 * v["f1"],
+                             "ci_low": None, "ci_high": None})
+    return pd.DataFrame(rows, columns=["model", "by", "group", "value", "ci_low", "ci_high"])
+
+
+def to_csv(frame: pd.DataFrame) -> bytes:
+    return frame.to_csv(index=False).encode("utf-8")

@@ -1,0 +1,236 @@
+"""Publishing score cards.
+
+    python -m benchmark.submit RUN_DIR [--to submissions]     package a finished run into submissions/<model>/
+    python -m benchmark.submit validate [PATH ...]            check submissions (default: the whole folder)
+    python -m benchmark.submit verify CARD [--n 20]           re-run a seeded sample of a card's records
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+
+from . import BenchmarkError, __version__
+from . import submissions as S
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None = None) -> Path:
+    """Copy a run's card, its model config and its samples (without the data's texts) into `to/<model>/`."""
+    from .runner import read_samples
+    from .scorecard import validate
+
+    card_path = run_dir / "scorecard.json"
+    if not card_path.is_file():
+        raise BenchmarkError(f"{run_dir}: no scorecard.json; package a finished run's folder")
+    card = json.loads(card_path.read_text(encoding="utf-8"))
+    validate(card, str(card_path))
+    if card["run"]["limit"] is not None:
+        raise BenchmarkError(f"{card_path}: run.limit={card['run']['limit']}: a published card covers the whole split;"
+                             " run again without limit=")
+    name, task = card["model"]["name"], card["task"]["name"]
+    if not S.NAME.match(name):
+        raise BenchmarkError(f"{card_path}: model.name {name!r} cannot name a folder; use letters, digits, . _ -")
+    samples = read_samples(run_dir / card["samples"]["file"])
+    if len(samples) != card["samples"]["n"]:
+        raise BenchmarkError(f"{run_dir / card['samples']['file']}: {len(samples)} samples; the card says "
+                             f"{card['samples']['n']}")
+    card = S.scrub({k: v for k, v in card.items() if k != "verification"}, data_root)
+    config = card["model"]["config"]
+    folder = Path(to) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    model_file = folder / S.MODEL_FILE
+    if model_file.exists():
+        existing = S.read_yaml(model_file)
+        if existing != config:
+            raise BenchmarkError(f"{model_file} holds another config of model {name}; a folder holds one model "
+                                 "config: give this one another name (model.name=...)")
+    samples_file = folder / (task + S.SAMPLES_SUFFIX)
+    sha = S.write_samples([S.strip_sample(s) for s in samples.values()], samples_file)
+    card["samples"] = {"file": samples_file.name, "sha256": sha, "n": len(samples)}
+    model_file.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    out = folder / (task + S.CARD_SUFFIX)
+    _write_json(out, card)
+    problems = S.check_card(out, card, config)
+    if problems:
+        raise BenchmarkError("the packaged card does not validate:\n  " + "\n  ".join(map(str, problems)))
+    return out
+
+
+def validate(paths: list[Path], allow_remote_code: bool = False) -> tuple[int, list[S.Problem]]:
+    """Number of valid cards and the problems, over submission roots, model folders or single cards."""
+    valid, problems = 0, []
+    for path in paths:
+        if path.is_file():
+            config, folder_problems = S.load_model_folder(path.parent, allow_remote_code)
+            problems += folder_problems
+            try:
+                card = S._read_card(path)
+            except BenchmarkError as e:
+                problems.append(S.Problem(str(path), "", str(e).removeprefix(f"{path}: ")))
+                continue
+            card_problems = S.check_card(path, card, config, True, allow_remote_code)
+            problems += card_problems
+            valid += not card_problems and not folder_problems
+            continue
+        if not path.is_dir():
+            problems.append(S.Problem(str(path), "", "no such file or folder"))
+            continue
+        root = path.parent if (path / S.MODEL_FILE).exists() else path
+        loaded = S.load(root, thorough=True, allow_remote_code=allow_remote_code)
+        if root != path:  # one model folder
+            loaded.cards = [c for c in loaded.cards if c.path.parent == path]
+            loaded.rejected = [p for p in loaded.rejected if Path(p.path).parent == path or Path(p.path) == path]
+        valid += len(loaded.cards)
+        problems += loaded.rejected
+    return valid, problems
+
+
+def _outputs(sample: dict):
+    """What the model said."""
+    if "responses" in sample:
+        return [r.get("text") for r in sample["responses"]]
+    if "turns" in sample:
+        return [t.get("target") for t in sample["turns"]]
+    return sample.get("output")
+
+
+def _verdicts(sample: dict):
+    """What the task concluded from it."""
+    if "responses" in sample:
+        return [r.get("verdict") for r in sample["responses"]]
+    if "turns" in sample:
+        return sample.get("activated_turn")
+    return sample.get("prediction")
+
+
+def verify(card_path: Path, n: int = 20, seed: int = 0, data_root: str | None = None, min_agreement: float = 0.95,
+           allow_remote_code: bool = False) -> dict:
+    """Re-run a seeded sample of a card's records with its model config (a fresh cache: the model really answers)
+    and compare with the submitted samples; the result is written into the card as `verification`."""
+    from omegaconf import OmegaConf, open_dict
+
+    from .runner import read_samples, run
+    from .schema import JudgeConfig
+
+    config, problems = S.load_model_folder(card_path.parent, allow_remote_code)
+    card = S._read_card(card_path)
+    problems += S.check_card(card_path, card, config, True, allow_remote_code)
+    if problems:
+        raise BenchmarkError("the card does not validate; fix it before verifying:\n  " +
+                             "\n  ".join(map(str, problems)))
+    submitted = {s["id"]: s for s in S.read_samples(card_path.parent / card["samples"]["file"])}
+    ids = random.Random(seed).sample(sorted(submitted), min(n, len(submitted)))
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from .paths import CONF_DIR
+    from .schema import register
+
+    register()
+    GlobalHydra.instance().clear()
+    with tempfile.TemporaryDirectory(prefix="verify-") as tmp:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=[
+                f"task={card['task']['name']}", f"output_dir={tmp}/run", f"cache_dir={tmp}/cache",
+                f"seed={card['run']['seed']}", "bootstrap=10", "progress=false", f"allow_remote_code={allow_remote_code}",
+            ])
+        GlobalHydra.instance().clear()
+        with open_dict(cfg):
+            cfg.data_root = data_root
+            cfg.ids = ids
+            cfg.model = S.model_config_node(config)
+            if card.get("judges"):
+                voters: dict[str, list[str]] = {}
+                for j in card["judges"]:
+                    voters.setdefault(j["step"], []).append(j["voter"])
+                cfg.judge = OmegaConf.merge(OmegaConf.structured(JudgeConfig), {
+                    "name": "as submitted", "voters": voters,
+                    "models": {j["voter"]: OmegaConf.to_container(S.model_config_node(j["config"]))
+                               for j in card["judges"]}})
+            if card.get("attacker"):
+                cfg.attacker = S.model_config_node(card["attacker"]["config"])
+        _, rerun_path = run(cfg)
+        rerun = read_samples(rerun_path.parent / "samples.jsonl")
+
+    compared = [i for i in ids if not submitted[i].get("error") and not rerun[i].get("error")]
+    same_output = sum(_outputs(submitted[i]) == _outputs(rerun[i]) for i in compared)
+    same_verdict = sum(_verdicts(submitted[i]) == _verdicts(rerun[i]) for i in compared)
+    agreement = same_verdict / len(compared) if compared else 0.0
+    result = {
+        "verified": bool(compared) and len(compared) == len(ids) and agreement >= min_agreement,
+        "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "by": f"benchmark {__version__} (python -m benchmark.submit verify)",
+        "seed": seed,
+        "n": len(ids),
+        "failed": len(ids) - len(compared),
+        "verdict_agreement": round(agreement, 4),
+        "output_agreement": round(same_output / len(compared), 4) if compared else 0.0,
+        "min_agreement": min_agreement,
+        "disagreeing_ids": [i for i in compared if _verdicts(submitted[i]) != _verdicts(rerun[i])][:20],
+    }
+    card = {k: v for k, v in card.items() if k != "verification"}
+    result["card_sha256"] = S.card_sha256(card)
+    card["verification"] = result
+    _write_json(card_path, card)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv.pop(0) if argv and argv[0] in ("package", "validate", "verify") else "package"
+    p = argparse.ArgumentParser(prog=f"python -m benchmark.submit {command}")
+    if command == "package":
+        p.add_argument("run_dir", type=Path, help="a finished run's folder (holds scorecard.json)")
+        p.add_argument("--to", type=Path, default=S.SUBMISSIONS_DIR, help="the submissions folder")
+        p.add_argument("--data-root", default=os.environ.get("BENCHMARK_DATA_ROOT"))
+    elif command == "validate":
+        p.add_argument("paths", type=Path, nargs="*", default=[S.SUBMISSIONS_DIR])
+        p.add_argument("--allow-remote-code", action="store_true",
+                       help="accept trust_remote_code: true (after a maintainer reviewed that code)")
+    else:
+        p.add_argument("card", type=Path)
+        p.add_argument("--n", type=int, default=20, help="records to re-run")
+        p.add_argument("--seed", type=int, default=0, help="which records")
+        p.add_argument("--min-agreement", type=float, default=0.95)
+        p.add_argument("--data-root", default=os.environ.get("BENCHMARK_DATA_ROOT"))
+        p.add_argument("--allow-remote-code", action="store_true")
+    args = p.parse_args(argv)
+    try:
+        if command == "package":
+            out = package(args.run_dir, args.to, args.data_root)
+            print(f"packaged {out} (and {out.parent / S.MODEL_FILE}); it validates")
+        elif command == "validate":
+            valid, problems = validate(args.paths, args.allow_remote_code)
+            for problem in problems:
+                print(f"rejected: {problem}")
+            print(f"{valid} valid score card(s), {len(problems)} problem(s)")
+            return 1 if problems else 0
+        else:
+            r = verify(args.card, args.n, args.seed, args.data_root, args.min_agreement, args.allow_remote_code)
+            state = "verified" if r["verified"] else "NOT verified"
+            print(f"{args.card}: {state}: {r['n']} records re-run, verdicts agree on {100 * r['verdict_agreement']:.1f}%"
+                  f", outputs identical on {100 * r['output_agreement']:.1f}%, {r['failed']} failed")
+            return 0 if r["verified"] else 1
+    except BenchmarkError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

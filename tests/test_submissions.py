@@ -1,0 +1,209 @@
+"""Submissions: packaging a run, every validation rule with a failing example, verification, and the published folder."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchmark import submissions as S
+from benchmark.hashing import sha256_json
+from benchmark.runner import run
+from benchmark.scorecard import file_sha256
+from benchmark.submit import main as submit_main
+from benchmark.submit import package, validate, verify
+
+SEED = "profanity-check"  # a published folder every test can copy: one card on diasafety
+
+
+@pytest.fixture
+def folder(tmp_path) -> Path:
+    """A copy of one published model folder, without its verification (tests edit the card)."""
+    root = tmp_path / "submissions"
+    shutil.copytree(S.SUBMISSIONS_DIR / SEED, root / SEED)
+    card_path = root / SEED / "diasafety.json"
+    card = json.loads(card_path.read_text())
+    card.pop("verification", None)
+    card_path.write_text(json.dumps(card))
+    return root / SEED
+
+
+def edit_card(folder: Path, change) -> None:
+    path = folder / "diasafety.json"
+    card = json.loads(path.read_text())
+    change(card)
+    path.write_text(json.dumps(card))
+
+
+def problems_of(folder: Path, allow_remote_code: bool = False) -> list[str]:
+    valid, problems = validate([folder], allow_remote_code)
+    return [str(p) for p in problems]
+
+
+def test_the_published_folder_validates_with_its_samples():
+    valid, problems = validate([S.SUBMISSIONS_DIR])
+    assert problems == [] and valid >= 12
+    cards = S.load(S.SUBMISSIONS_DIR).cards
+    assert {c.card["task"]["name"] for c in cards} >= {"diasafety", "diasafety_chatbot", "ricota"}
+    assert all(c.card.get("verification", {}).get("verified") for c in cards)
+
+
+def test_a_copied_folder_validates(folder):
+    assert problems_of(folder) == []
+
+
+def _set(path, value):
+    def change(card):
+        *parents, last = path
+        node = card
+        for p in parents:
+            node = node[p]
+        if value is KeyError:
+            del node[last]
+        else:
+            node[last] = value
+    return change
+
+
+@pytest.mark.parametrize("change, field, message", [
+    (_set(["metrics"], KeyError), "(top level)", "'metrics' is a required property"),
+    (_set(["task", "name"], "no_such_task"), "task.name", "unknown task 'no_such_task'"),
+    (_set(["task", "version"], 7), "task.version", "7: task diasafety is version 1"),
+    (_set(["dataset", "sha256"], "0" * 64), "dataset.sha256", "is not the hash of task diasafety's data"),
+    (_set(["run", "limit"], 100), "run.limit", "covers the whole split"),
+    (_set(["metrics", "macro_f1", "value"], 1.7), "metrics.macro_f1", "a share must lie in [0, 1]"),
+    (_set(["metrics", "accuracy", "ci_low"], 0.99), "metrics.accuracy", "does not contain the value"),
+    (_set(["metrics", "accuracy", "value"], float("nan")), "metrics.accuracy.value", "not a finite number"),
+    (_set(["samples", "sha256"], "f" * 64), "samples.sha256", "does not match diasafety.samples.jsonl.gz"),
+    (_set(["samples", "file"], "other.jsonl.gz"), "samples.file", "must be diasafety.samples.jsonl.gz"),
+    (_set(["model", "name"], "someone-else"), "model.name", "is not the folder's name"),
+    (_set(["dataset", "source"], "/home/alice/data/test.json"), "dataset.source", "an absolute local path"),
+    (_set(["model", "config", "base_url"], "http://10.1.2.3:8000/v1"), "model.config.base_url",
+     "a private host name"),
+    (_set(["model", "config", "_target_"], "os.system"), "model.config._target_", "never code"),
+    (_set(["verification"], {"verified": True, "at": "x", "seed": 0, "n": 1, "verdict_agreement": 1,
+                              "output_agreement": 1, "min_agreement": 0.5, "card_sha256": "0" * 64}),
+     "verification", "only `python -m benchmark.submit verify` writes it"),
+])
+def test_each_card_rule_rejects_with_file_and_field(folder, change, field, message):
+    edit_card(folder, change)
+    found = problems_of(folder)
+    assert found, "the edited card must be rejected"
+    assert any(f"diasafety.json: {field}: " in p and message in p for p in found), found
+
+
+def test_samples_holding_the_data_sets_texts_are_rejected(folder):
+    path = folder / "diasafety.samples.jsonl.gz"
+    samples = S.read_samples(path)
+    samples[0]["input"] = {"context": "a text from the data set"}
+    sha = S.write_samples(samples, path)
+    edit_card(folder, _set(["samples", "sha256"], sha))
+    found = problems_of(folder)
+    assert any("diasafety.samples.jsonl.gz: input: holds the data set's own text" in p for p in found), found
+
+
+def test_a_missing_samples_file_is_rejected(folder):
+    (folder / "diasafety.samples.jsonl.gz").unlink()
+    assert any("samples.file: diasafety.samples.jsonl.gz is missing" in p for p in problems_of(folder))
+
+
+def _model_yaml(folder: Path, text: str) -> None:
+    (folder / "model.yaml").write_text(text)
+
+
+@pytest.mark.parametrize("extra, field, message", [
+    ("_target_: subprocess.call\n", "_target_", "never code"),
+    ("generation:\n  until: !function utils.stop\n", "", "tag !function is not allowed"),
+    ("system_prompt: !!python/object/apply:os.system ['id']\n", "", "is not allowed"),
+    ("pretrained: ${oc.env:HOME}/model\n", "pretrained", "interpolation"),
+    ("description: a fine model\n", "description", "unknown key"),
+    ("metadata:\n  sponsor: me\n", "metadata.sponsor", "unknown key"),
+    ("batch_size: many\n", "batch_size", "could not be converted to Integer"),
+])
+def test_each_model_config_rule_rejects_with_file_and_field(folder, extra, field, message):
+    # PyYAML lets a repeated key win, so appending replaces the published value
+    _model_yaml(folder, (folder / "model.yaml").read_text() + extra)
+    found = problems_of(folder)
+    assert any(f"model.yaml: {field}: " in p and message in p if field else "model.yaml: " in p and message in p
+               for p in found), found
+    # the folder's cards are left out, never shown with a config that failed
+    assert S.load(folder.parent).cards == []
+
+
+def test_remote_code_needs_a_reviewers_flag(folder):
+    text = (folder / "model.yaml").read_text().replace("trust_remote_code: false", "trust_remote_code: true")
+    _model_yaml(folder, text)
+    edit_card(folder, _set(["model", "config", "trust_remote_code"], True))
+    assert any("model.yaml: trust_remote_code: true" in p and "--allow-remote-code" in p for p in problems_of(folder))
+    assert problems_of(folder, allow_remote_code=True) == []
+
+
+def test_a_card_whose_config_differs_from_model_yaml_is_rejected(folder):
+    edit_card(folder, _set(["model", "config", "threshold"], 0.9))
+    assert any("model.config: differs from the folder's model.yaml" in p for p in problems_of(folder))
+
+
+def test_an_unreadable_card_is_reported_not_raised(folder):
+    (folder / "diasafety.json").write_text("{not json")
+    loaded = S.load(folder.parent)
+    assert loaded.cards == [] and any("not a readable JSON score card" in str(p) for p in loaded.rejected)
+
+
+def test_scrub_strips_what_is_private(monkeypatch):
+    monkeypatch.setenv("MY_SERVICE_KEY", "s3cr3t-value-123")
+    data = {"pretrained": "/home/alice/models/llama", "base_url": "http://192.168.1.20:8000/v1",
+            "public": "https://api.openai.com/v1", "args": {"api_key": "abc", "note": "uses s3cr3t-value-123"},
+            "api_key_env": "OPENAI_API_KEY", "prompt": "sk-" + "a" * 30, "max_new_tokens": 8,
+            "local": str(S.REPO_ROOT / "checkpoints" / "x")}
+    out = S.scrub(data)
+    assert out["pretrained"] == "<local>/llama" and out["base_url"] == "http://<host>:8000/v1"
+    assert out["public"] == "https://api.openai.com/v1" and out["api_key_env"] == "OPENAI_API_KEY"
+    assert out["args"] == {"api_key": "<removed>", "note": "uses <env:MY_SERVICE_KEY>"}
+    assert out["prompt"] == "<removed>" and out["max_new_tokens"] == 8 and out["local"] == "checkpoints/x"
+    assert S.private_values(out) == []
+
+
+def test_package_a_run_then_verify_it(compose, data_root, tmp_path, monkeypatch):
+    card, path = run(compose("model=profanity-check", "task=diasafety"))
+    root = tmp_path / "subs"
+    out = package(path.parent, root, str(data_root))
+    folder = out.parent
+    assert sorted(p.name for p in folder.iterdir()) == ["diasafety.json", "diasafety.samples.jsonl.gz", "model.yaml"]
+    packed = json.loads(out.read_text())
+    assert packed["metrics"] == card["metrics"] and S.private_values(packed) == []
+    samples = S.read_samples(folder / "diasafety.samples.jsonl.gz")
+    original = [json.loads(line) for line in open(path.parent / "samples.jsonl")]
+    assert [s["id"] for s in samples] == [s["id"] for s in original]
+    assert all("input" not in s and "prompt" not in s for s in samples)
+    assert samples[0]["input_sha256"] == sha256_json(original[0]["input"])
+    assert samples[0]["prediction"] == original[0]["prediction"]
+    assert packed["samples"]["sha256"] == file_sha256(folder / "diasafety.samples.jsonl.gz")
+
+    result = verify(out, n=15, seed=3, data_root=str(data_root))
+    assert result["verified"] and result["n"] == 15 and result["verdict_agreement"] == 1.0
+    assert validate([folder]) == (1, [])
+    # editing a verified card breaks the binding
+    edit_card(folder, _set(["metrics", "macro_f1", "value"], packed["metrics"]["macro_f1"]["ci_high"]))
+    assert any("verification: does not belong to this card" in p for p in problems_of(folder))
+
+
+def test_verify_catches_submitted_predictions_the_model_does_not_make(compose, data_root, tmp_path):
+    _, path = run(compose("model=profanity-check", "task=diasafety"))
+    out = package(path.parent, tmp_path / "subs", str(data_root))
+    samples_path = out.parent / "diasafety.samples.jsonl.gz"
+    samples = S.read_samples(samples_path)
+    for s in samples:  # a submitter who claims perfect predictions
+        s["prediction"] = s["target"]
+    sha = S.write_samples(samples, samples_path)
+    edit_card(out.parent, _set(["samples", "sha256"], sha))
+    assert submit_main(["verify", str(out), "--n", "20", "--data-root", str(data_root)]) == 1
+    result = json.loads(out.read_text())["verification"]
+    assert not result["verified"] and result["verdict_agreement"] < 0.95 and result["disagreeing_ids"]
+
+
+def test_packaging_refuses_a_limited_run(compose, data_root, tmp_path, capsys):
+    _, path = run(compose("model=profanity-check", "task=diasafety", "limit=5"))
+    assert submit_main([str(path.parent), "--to", str(tmp_path / "subs")]) == 2
+    assert "run.limit=5: a published card covers the whole split" in capsys.readouterr().err
