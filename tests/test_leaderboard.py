@@ -44,12 +44,34 @@ def _copy_as(src: Path, dst: Path, name: str, organisation: str | None = None) -
         card_path.write_text(json.dumps(card))
 
 
+def _dialogue_card(src: Path, dst: Path) -> None:
+    """A toxicchat card made by hand for the activation-by-turn chart (the suite has no published one yet)."""
+    _copy_as(src, dst, dst.name)
+    (dst / "diasafety.json").rename(dst / "toxicchat.json")
+    (dst / "diasafety.samples.jsonl.gz").unlink()
+    samples = [{"id": f"seed:{i}", "turns": [{"turn": 1, "attacker": "hi", "target": "hello", "verdict": "none"}],
+                "activated_turn": [None, 1, 3][i % 3], "error": None} for i in range(30)]
+    sha = S.write_samples(samples, dst / "toxicchat.samples.jsonl.gz")
+    card = json.loads((dst / "toxicchat.json").read_text())
+    card["task"].update(name="toxicchat", kind="dialogue_attack", headline="activation_rate")
+    card["dataset"]["n"] = 30
+    card["samples"] = {"file": "toxicchat.samples.jsonl.gz", "sha256": sha, "n": 30}
+    card["breakdown"] = {}
+    curve = {1: 10 / 30, 2: 10 / 30, 3: 20 / 30, 4: 20 / 30, 5: 20 / 30}
+    card["metrics"] = {"activation_rate": {"value": 20 / 30, "ci_low": 0.5, "ci_high": 0.8, "n": 30}}
+    for turn, v in curve.items():
+        card["metrics"][f"activation_rate.by_turn.{turn}"] = {"value": v, "ci_low": v - 0.1, "ci_high": v + 0.1,
+                                                              "n": 30}
+    (dst / "toxicchat.json").write_text(json.dumps(card))
+
+
 @pytest.fixture(scope="module")
 def fixture_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("submissions")
     for name in PUBLISHED:
         shutil.copytree(S.SUBMISSIONS_DIR / name, root / name)
     _copy_as(root / "profanity-check", root / HOSTILE, HOSTILE, organisation="**bold** <script>alert(2)</script>")
+    _dialogue_card(root / "profanity-check", root / "dialogue-fixture")
     _copy_as(root / "profanity-check", root / "broken-card", "broken-card")
     (root / "broken-card" / "diasafety.json").write_text("{ this is not json")
     _copy_as(root / "profanity-check", root / "code-config", "code-config")
@@ -78,7 +100,7 @@ def test_overview_shows_each_models_headlines_and_blank_missing_cells(app, fixtu
     at = app.run()
     assert not at.exception
     frame = at.dataframe[0].value
-    assert set(frame["model"]) == {*PUBLISHED, HOSTILE}
+    assert set(frame["model"]) == {*PUBLISHED, HOSTILE, "dialogue-fixture"}
     by_model = frame.set_index("model")
     col = "diasafety · macro_f1 ↑"
     assert by_model.loc["diasafety-detector", col] == pytest.approx(headline(fixture_root, "diasafety-detector",
@@ -152,6 +174,19 @@ def test_task_page_table_and_breakdown_charts(app, fixture_root):
     assert set(per_category["group"]) == {"biased_opinion", "offending_user", "risk_ignorance",
                                           "toxicity_agreement", "unauthorized_expertise"}
     assert per_category["ci_low"].notna().all()
+
+
+def test_dialogue_task_page_draws_activation_by_turn(app):
+    at = app.run()
+    at.sidebar.radio(key="page").set_value("Tasks").run()
+    at.selectbox(key="task_pick").set_value("toxicchat").run()
+    assert not at.exception
+    assert at.dataframe[0].value.set_index("model").loc["dialogue-fixture", "activation_rate"] == pytest.approx(
+        100 * 20 / 30)
+    assert any(e.type in ("vega_lite_chart", "arrow_vega_lite_chart") for e in at.main)
+    by_turn = at.dataframe[1].value
+    assert by_turn["group"].tolist() == ["1", "2", "3", "4", "5"]
+    assert by_turn["value"].tolist() == pytest.approx([100 / 3, 100 / 3, 200 / 3, 200 / 3, 200 / 3])
 
 
 def test_model_page_sample_browser_hides_texts_until_asked(app):
