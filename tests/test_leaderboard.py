@@ -204,6 +204,20 @@ def test_model_page_sample_browser_hides_texts_until_asked(app):
     assert "input" not in samples.columns  # no local data: ids only
 
 
+def test_sample_browser_joins_the_texts_from_a_local_data_copy(app, data_root, monkeypatch):
+    monkeypatch.setenv("BENCHMARK_DATA_ROOT", str(data_root))
+    at = app
+    at.query_params["page"] = "Models"
+    at.query_params["model"] = "diasafety-detector"
+    at.run()
+    at.toggle(key="show_texts").set_value(True).run()
+    assert not at.exception
+    samples = at.dataframe[-1].value
+    records = json.loads((data_root / "diasafety" / "test.json").read_text())
+    first = json.loads(samples["input"].iloc[0])
+    assert samples["id"].iloc[0] == "0" and first["context"] == records[0]["context"]
+
+
 def test_submit_page_is_the_readmes_section(app):
     at = app.run()
     at.sidebar.radio(key="page").set_value("Submit").run()
