@@ -69,8 +69,9 @@ def utterance_baseline(work: Path, data_root: Path) -> None:
               f"(95% CI {100 * m['coarse_macro_f1']['ci_low']:.1f}-{100 * m['coarse_macro_f1']['ci_high']:.1f})")
 
 
-def against_lm_eval(work: Path, data_root: Path, limit: int, batch_size: int, gen_toks: int) -> None:
-    """The same 6-way prompts, tiny model and batch size through our runner and through lm_eval.simple_evaluate."""
+def against_lm_eval(work: Path, data_root: Path, limit: int, batch_size: int, gen_toks: int) -> dict:
+    """The same 6-way prompts, tiny model and batch size through our runner and through lm_eval.simple_evaluate.
+    Prints the figures and returns them (seconds)."""
     import lm_eval
     from hydra import compose, initialize_config_dir
     from lm_eval.api.task import ConfigurableTask
@@ -118,9 +119,11 @@ def against_lm_eval(work: Path, data_root: Path, limit: int, batch_size: int, ge
     print(f"ours   {ours:7.2f} s  ({card['run']['model_calls']} model calls, bootstrap {cfg.bootstrap} resamples)")
     print(f"lm-eval {theirs:6.2f} s  (no bootstrap)")
     print(f"ratio ours / lm-eval: {ours / theirs:.2f}")
+    return {"ours_s": ours, "lm_eval_s": theirs, "model_calls": card["run"]["model_calls"], "limit": limit,
+            "batch_size": batch_size, "gen_toks": gen_toks, "bootstrap": cfg.bootstrap}
 
 
-def bootstrap_speed() -> None:
+def bootstrap_speed() -> float:
     import numpy as np
 
     from benchmark import metrics as M
@@ -129,7 +132,9 @@ def bootstrap_speed() -> None:
     g, p = rng.integers(0, 6, 10_000), rng.integers(0, 7, 10_000)
     start = time.perf_counter()
     M.point_and_ci(M.macro_f1, g, p, 6, 1000, seed=0)
-    print(f"\n== bootstrap: macro F1, 10k samples x 1000 resamples: {time.perf_counter() - start:.3f} s")
+    seconds = time.perf_counter() - start
+    print(f"\n== bootstrap: macro F1, 10k samples x 1000 resamples: {seconds:.3f} s")
+    return seconds
 
 
 def main() -> None:

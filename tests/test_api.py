@@ -2,6 +2,8 @@
 
 import json
 
+from test_dialogue import compose_scripted, scripted  # noqa: F401  (scripted: a fixture, the seed data)
+
 from benchmark.runner import run
 
 
@@ -34,7 +36,10 @@ def test_failed_requests_are_recorded_and_the_run_goes_on(compose, chat_server, 
     # the server is up but has no such model: every request fails after lm-eval's retries
     card, path = run(compose(*api_model(chat_server, tmp_path / "no-such-model"), "limit=2", "model.max_retries=1"))
     samples = [json.loads(line) for line in open(path.parent / "samples.jsonl")]
-    assert card["run"]["failed"] == 2 and all(s["error"] and s["prediction"] == "invalid" for s in samples)
+    assert card["run"]["failed"] == 2 and all(s["prediction"] == "invalid" for s in samples)
+    # the server's own words, and no retry: a 400 will not go away
+    assert all(s["error"].startswith("HTTP 400 Bad Request: ") and "no-such-model" in s["error"]
+               and s["error"].endswith("(not retried)") for s in samples)
 
 
 def test_no_server_is_one_clear_error(compose, tiny_model, data_root):
@@ -44,3 +49,58 @@ def test_no_server_is_one_clear_error(compose, tiny_model, data_root):
 
     with pytest.raises(BenchmarkError, match="nothing answers at http://127.0.0.1:9/v1/chat/completions"):
         run(compose(*api_model("http://127.0.0.1:9/v1/chat/completions", tiny_model), "limit=2"))
+
+
+def test_cpad_attack_through_the_api(compose, chat_server, tiny_model, tmp_path):
+    """Kind attack: the API model answers each attack prompt; the judges (fixed answers keyed by the judge question,
+    as in test_cpad) vote on what it said. Then the API model judges too."""
+    from test_cpad import SCORED, SUCCESSES, write_conf, write_fixture
+
+    root, conf = tmp_path / "data", tmp_path / "conf"
+    write_fixture(root)
+    write_conf(conf)
+    overrides = (f"hydra.searchpath=[file://{conf}]", "task=cpad", f"data_root={root}", "judge=cpad-fixed",
+                 *api_model(chat_server, tiny_model), "model.num_concurrent=4")
+    card, path = run(compose(*overrides))
+    assert card["model"]["backend"] == "local-chat-completions"
+    assert card["run"]["failed"] == 0 and card["run"]["model_calls"] == 7
+    assert card["breakdown"]["records"] == {"total": 7, "scored": 7, "unmatched": 0, "failed": 0}
+    assert card["metrics"]["asr"]["value"] == SUCCESSES / SCORED
+    samples = [json.loads(line) for line in (path.parent / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert all(len(s["responses"]) == 1 and isinstance(s["responses"][0]["text"], str) for s in samples)
+    assert set(card["run"]["judge_calls"].values()) == {7}
+    again, _ = run(compose(*overrides, f"output_dir={tmp_path / 'again'}"))  # a new run folder, the same answers
+    assert again["run"]["model_calls"] == 0 and again["run"]["cache_hits"] == 7
+
+    # the API model as the judge too: every response is judged by a request to the server
+    judge = ("judge=cpad-one", "judge.models.goal.backend=local-chat-completions", "judge.models.goal.replay=null",
+             f"judge.models.goal.base_url={chat_server}", f"judge.models.goal.served_model={tiny_model}",
+             "judge.models.goal.api_key_env=null", "judge.models.goal.generation.max_new_tokens=4")
+    judged, path = run(compose(*overrides, *judge))
+    assert judged["run"]["judge_calls"] == {"goal": 7} and judged["run"]["failed"] == 0
+    assert judged["judges"][0]["backend"] == "local-chat-completions"
+    samples = [json.loads(line) for line in (path.parent / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert all(isinstance(s["responses"][0]["judgements"]["goal"]["votes"]["goal"]["answer"], str) for s in samples)
+
+
+
+def test_toxicchat_through_the_api_on_both_sides(scripted, chat_server, tiny_model):  # noqa: F811
+    """Kind dialogue_attack: the API model is the target and, through its own config, the attacker; keyword judges
+    read every target turn (test_dialogue's scripted seeds). The attacker has no stop sequence: an empty stop list,
+    which transformers serve rejects, is left out of its requests."""
+    attacker = ("attacker.name=api-attacker", "attacker.backend=local-chat-completions", "attacker.replay=null",
+                f"attacker.base_url={chat_server}", f"attacker.served_model={tiny_model}", "attacker.api_key_env=null",
+                "attacker.num_concurrent=4")
+    cfg = compose_scripted(*scripted, *api_model(chat_server, tiny_model), "model.num_concurrent=4", *attacker,
+                           "task.dialogue.turns=2", "task.dialogue.stop=full",
+                           "task.dialogue.target_generation.max_new_tokens=4",
+                           "task.dialogue.attacker_generation.max_new_tokens=4")
+    card, path = run(cfg)
+    # four conversations, two turns each: the seed opens turn 1, the attacker writes turn 2
+    assert card["attacker"]["backend"] == "local-chat-completions" and card["model"]["name"] == "openai-chat"
+    assert card["run"]["failed"] == 0 and card["run"]["model_calls"] == 8 and card["run"]["attacker_calls"] == 4
+    assert card["breakdown"]["conversations"] == {"total": 4, "scored": 4, "failed": 0}
+    samples = [json.loads(line) for line in path.with_name("samples.jsonl").read_text().splitlines()]
+    for s in samples:
+        assert len(s["turns"]) == 2 and s["turns"][0]["attacker"] == s["input"]["seed"]
+        assert all(isinstance(t["attacker"], str) and isinstance(t["target"], str) for t in s["turns"])

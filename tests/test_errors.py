@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from conftest import run_cli
@@ -129,3 +130,44 @@ def test_unreadable_data_file_names_the_path(compose, tmp_path):
     (root / "diasafety" / "test.json").write_text('[{"context": "a", "response": ')
     with pytest.raises(BenchmarkError, match=f"could not read {root / 'diasafety' / 'test.json'} as json"):
         run(compose(f"data_root={root}"))
+
+
+def _no_model_may_load(monkeypatch):
+    from benchmark import runner
+
+    monkeypatch.setattr(runner, "load_backend", lambda *a, **k: pytest.fail("a model was loaded before the check"))
+
+
+def test_unwritable_output_folder_on_the_command_line(tmp_path, data_root):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    proc = run_cli(f"output_dir={blocker / 'run'}", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == f"error: output folder {blocker / 'run'} is not writable: Not a directory\n"
+
+
+@pytest.mark.parametrize("where", ["output", "cache"])
+def test_full_disk_fails_before_any_model_is_loaded(compose, data_root, tmp_path, monkeypatch, where):
+    import shutil
+
+    from benchmark import runner
+
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    full = out if where == "output" else cache
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(runner.shutil, "disk_usage",
+                        lambda p: usage._replace(free=10 * 2**20) if Path(p) == full else usage)
+    _no_model_may_load(monkeypatch)
+    what = "output folder" if where == "output" else "response cache folder"
+    with pytest.raises(BenchmarkError) as err:
+        run(compose(f"output_dir={out}", f"cache_dir={cache}"))
+    assert str(err.value) == f"{what} {full}: only 10 MiB free on its disk; need at least 50 MiB"
+    assert not (out / "samples.jsonl").exists()
+
+
+def test_unwritable_cache_folder_fails_before_any_model_is_loaded(compose, data_root, tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    _no_model_may_load(monkeypatch)
+    with pytest.raises(BenchmarkError, match=f"response cache folder {blocker / 'cache'} is not writable"):
+        run(compose(f"cache_dir={blocker / 'cache'}", f"output_dir={tmp_path / 'out'}"))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import unicodedata
+from pathlib import Path
 
 
 def _pad(text: str, width: int) -> str:
@@ -13,6 +15,31 @@ def _pad(text: str, width: int) -> str:
 
 def _pct(x: float) -> str:
     return f"{100 * x:5.1f}"
+
+
+def _first_error(samples_path: Path) -> str | None:
+    try:
+        with open(samples_path, encoding="utf-8") as f:
+            for line in f:
+                error = json.loads(line).get("error")
+                if error:
+                    return error
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _failures(card: dict, card_path) -> str | None:
+    """A run with failed samples says so, with the first error and what to do."""
+    failed = card["run"]["failed"]
+    if not failed:
+        return None
+    effect = ("counted as invalid answers in the metrics" if card["task"]["kind"] == "classify"
+              else "left out of the metrics")
+    first = _first_error(Path(card_path).parent / card["samples"]["file"])
+    return (f"WARNING: {failed} of {card['samples']['n']} samples FAILED ({effect})"
+            + (f"; the first error: {first}" if first else "") + ". Failed requests are not cached: rerun the same "
+            "command to ask them again (samples.jsonl has every error).")
 
 
 def table(card: dict, card_path) -> str:
@@ -64,9 +91,12 @@ def table(card: dict, card_path) -> str:
         else:
             lines.append(f"{name:<{width}}    {_pct(m['value'])}   [{_pct(m['ci_low'])}, {_pct(m['ci_high'])}]{star}")
     lines.append("")
+    failed = _failures(card, card_path)
+    if failed:
+        lines += [failed, ""]
     note = f"{run['model_calls']} model calls, {run['cache_hits']} cache hits, {run['resumed']} samples resumed"
     if run["failed"]:
-        note += f", {run['failed']} FAILED requests (see samples.jsonl)"
+        note += f", {run['failed']} failed"
     truncated = breakdown.get("truncated", {}).get("records")
     if truncated:
         note += f", {truncated} inputs cut to fit the model's context"

@@ -21,7 +21,7 @@ from .. import metrics as M
 from ..models.cached import Failure
 from ..templates import render
 from .classify import INVALID, LabelParser
-from .common import render_messages, variables
+from .common import plain, render_messages, variables
 
 NONE = "none"  # the verdict of a response that no step flagged
 STEP_TYPES = ("classifier", "question")
@@ -101,7 +101,7 @@ def describe_step(step: Step) -> dict:
     """What a score card records about a judging step: its type and the hash of its prompt (or input)."""
     from ..hashing import sha256_json
 
-    spec = OmegaConf.to_container(step.spec, resolve=True)
+    spec = plain(step.spec)
     return {"step_type": step.type,
             "prompt_sha256": sha256_json(
                 {k: spec[k] for k in ("type", "input", "messages", "labels", "flag", "whole_words")})}
@@ -135,7 +135,7 @@ class Attack:
             raise BenchmarkError(f"{where}.judges: step names must differ: {self.judge_steps}")
         self.metric = spec.metric
         generation = OmegaConf.to_container(model_cfg.generation, resolve=True)
-        self.generation = {**generation, **OmegaConf.to_container(spec.generation, resolve=True)}
+        self.generation = {**generation, **plain(spec.generation)}
         self.refusals = [p.lower() for p in spec.refusal_phrases]
 
     def describe_step(self, name: str) -> dict:

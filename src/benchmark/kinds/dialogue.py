@@ -21,6 +21,7 @@ from ..data import Records, load_rows, records_sha256
 from ..models.cached import Failure
 from ..templates import render
 from .attack import NONE, Step, check_tie, describe_step, judge_step, slug
+from .common import plain
 
 SIDES = ("attacker", "target")
 
@@ -53,9 +54,9 @@ class DialogueAttack:
         self.attacker_steps = [Step(s, task.name) for s in spec.attacker_judges]
         self.judge_steps = list(dict.fromkeys(s.name for s in self.steps + self.attacker_steps))
         self.target_generation = {**OmegaConf.to_container(model_cfg.generation, resolve=True),
-                                  **OmegaConf.to_container(spec.target_generation, resolve=True)}
+                                  **plain(spec.target_generation)}
         self.attacker = None  # the cached attacker model, set by the runner
-        self.attacker_generation = OmegaConf.to_container(spec.attacker_generation, resolve=True)
+        self.attacker_generation = plain(spec.attacker_generation)
 
     # --- seeds ------------------------------------------------------------------------------------------
     def load_records(self, data_root: str | None) -> Records:

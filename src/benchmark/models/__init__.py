@@ -15,7 +15,7 @@ LMEVAL_BACKENDS = ("hf", "vllm", "local-chat-completions")
 SUITE_BACKENDS = ("profanity-check", "detoxify", "diasafety-detector", "keywords", "replay")
 
 # Fields that change how a run is executed but not what the model answers.
-_NOT_HASHED = ("name", "metadata", "batch_size", "num_concurrent", "max_retries", "timeout", "device")
+_NOT_HASHED = ("name", "metadata", "batch_size", "num_concurrent", "max_retries", "retry_wait", "timeout", "device")
 
 
 def model_sha256(cfg, data_root: str | None = None) -> str:

@@ -6,7 +6,9 @@ from __future__ import annotations
 class Backend:
     """A model the suite can ask. Subclasses implement the operations they support."""
 
-    def generate(self, conversations: list[list[dict]], generation: dict) -> list[str]:
+    def generate(self, conversations: list[list[dict]], generation: dict, seeds: list[int] | None = None) -> list:
+        """One answer per conversation. `seeds`: a sampling seed per request, for backends that send one with each
+        (APIs). A request that failed after the backend's own retries may come back as a cached.Failure."""
         raise NotImplementedError(f"{type(self).__name__} cannot generate text")
 
     def loglikelihood(self, pairs: list[tuple[list[dict], str]]) -> list[float]:

@@ -74,7 +74,12 @@ class CachedModel:
     def _batch(self, op: str, payloads: list[dict]) -> list:
         if op == "generate":
             generation = payloads[0]["generation"]  # one model config per run: one generation setting
-            return self.backend.generate([p["messages"] for p in payloads], generation)
+            conversations = [p["messages"] for p in payloads]
+            if generation.get("do_sample") and self.seed is not None:
+                # the run's seed plus the sample's number, so that the k samples of one prompt differ
+                return self.backend.generate(conversations, generation,
+                                             seeds=[self.seed + p.get("sample", 0) for p in payloads])
+            return self.backend.generate(conversations, generation)
         if op == "loglikelihood":
             return self.backend.loglikelihood([(p["messages"], p["continuation"]) for p in payloads])
         if op == "replay":

@@ -1,7 +1,8 @@
-"""Language models through lm-eval's model registry: hf, vllm, local-chat-completions (any OpenAI-compatible server).
+"""Language models through lm-eval: hf, vllm, local-chat-completions (any OpenAI-compatible server).
 
-lm-eval does the batching, chat templates, tokenisation and API retries; this adapter only turns the suite's
-chat messages into lm-eval requests.
+lm-eval does the batching, chat templates and tokenisation; this adapter turns the suite's chat messages into
+lm-eval requests. API requests go through lm-eval's chat-completions client with the suite's per-request retries
+(models/api.py says why).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def _backend_kwargs(cfg) -> dict:
             model=cfg.served_model,
             num_concurrent=cfg.num_concurrent,
             max_retries=cfg.max_retries,
+            retry_wait=cfg.retry_wait,
             timeout=cfg.timeout,
             tokenizer_backend=None,
             tokenized_requests=False,
@@ -105,14 +107,36 @@ def check_reachable(cfg) -> None:
         ) from None
 
 
+def check_api_settings(cfg) -> None:
+    for key, value, least in (("num_concurrent", cfg.num_concurrent, 1), ("max_retries", cfg.max_retries, 0),
+                              ("retry_wait", cfg.retry_wait, 0), ("timeout", cfg.timeout, 1)):
+        if value < least:
+            raise BenchmarkError(f"model {cfg.name}: model.{key}={value}; it must be at least {least}")
+
+
+VLLM_MISSING = (
+    "model {name}: backend vllm needs the `vllm` package, which is not installed here. Install it on a machine with "
+    "a GPU (pip install vllm), or run `vllm serve MODEL` there and call the server with model=vllm-server "
+    "(conf/model/vllm-server.yaml)"
+)
+
+
 class LMEvalBackend(Backend):
     def __init__(self, cfg):
-        from lm_eval.api.registry import get_model
+        from importlib.util import find_spec
 
-        try:
-            cls = get_model(cfg.backend)
-        except Exception as e:  # vllm not installed, unknown name
-            raise BenchmarkError(f"model {cfg.name}: lm-eval backend {cfg.backend!r} is unavailable: {e}") from None
+        if cfg.backend == "vllm" and find_spec("vllm") is None:
+            raise BenchmarkError(VLLM_MISSING.format(name=cfg.name))
+        if cfg.backend in API_BACKENDS:
+            check_api_settings(cfg)
+            from .api import ChatCompletions as cls
+        else:
+            from lm_eval.api.registry import get_model
+
+            try:
+                cls = get_model(cfg.backend)
+            except Exception as e:  # a broken install, an unknown name
+                raise BenchmarkError(f"model {cfg.name}: lm-eval backend {cfg.backend!r} is unavailable: {e}") from None
         self.cfg = cfg
         kwargs = _backend_kwargs(cfg)
         if cfg.backend in API_BACKENDS:
@@ -150,7 +174,9 @@ class LMEvalBackend(Backend):
             return False
         return super().supports(op)
 
-    def generate(self, conversations, generation):
+    def generate(self, conversations, generation, seeds=None):
+        """API backends send each sampled request its own seed (`seeds`); local ones draw from torch's generator.
+        A failed API request comes back as a Failure in its place."""
         from lm_eval.api.instance import Instance
 
         kwargs = {
@@ -164,8 +190,10 @@ class LMEvalBackend(Backend):
                 kwargs["top_k"] = generation["top_k"]
         else:
             kwargs["temperature"] = 0.0
+        seeded = seeds is not None and generation["do_sample"] and self.cfg.backend in API_BACKENDS
         requests = [
-            Instance(request_type="generate_until", doc={}, arguments=(self._context(m), dict(kwargs)), idx=i)
+            Instance(request_type="generate_until", doc={},
+                     arguments=(self._context(m), {**kwargs, **({"seed": seeds[i]} if seeded else {})}), idx=i)
             for i, m in enumerate(conversations)
         ]
         return list(self._translated(lambda: self.lm.generate_until(requests, disable_tqdm=True)))

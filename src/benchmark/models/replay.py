@@ -40,7 +40,7 @@ class Replay(Backend):
         else:
             self.rows = {record_id(row, i, spec.id_field): row for i, row in enumerate(rows)}
 
-    def generate(self, conversations, generation):
+    def generate(self, conversations, generation, seeds=None):
         """Recorded answers to prompts: the row whose `id_field` text occurs in the last message (the longest such
         text wins). Lets fixed judge verdicts stand in for a judge model, keyed by e.g. each record's question."""
         if not self.match:

@@ -1,0 +1,105 @@
+"""The response cache shared by concurrent runs (a sweep's jobs, two commands at once): no write lost or torn."""
+
+import multiprocessing as mp
+import re
+import sqlite3
+
+import pytest
+
+from benchmark.cache import ResponseCache, request_key
+
+WRITERS = 4
+BATCHES = 150  # transactions per writer
+PER_BATCH = 8  # entries per transaction
+
+
+def value_for(key: str) -> dict:
+    return {"label": "Unsafe" if int(key[:2], 16) % 2 else "Safe", "key": key, "text": "ü" * (int(key[2:4], 16) % 50)}
+
+
+def keys_of(writer: int) -> list[str]:
+    """Each writer's own keys, plus a share written by every writer (two runs of one model asking the same thing)."""
+    own = [request_key("model-sha", "generate", {"writer": writer, "i": i}) for i in range(BATCHES * PER_BATCH // 2)]
+    shared = [request_key("model-sha", "generate", {"shared": i}) for i in range(BATCHES * PER_BATCH // 2)]
+    mixed = [k for pair in zip(own, shared) for k in pair]
+    return mixed if writer % 2 else mixed[::-1]  # the shared keys in opposite orders: real contention
+
+
+def writer(path: str, number: int, start, errors) -> None:
+    try:
+        start.wait(timeout=60)
+        cache = ResponseCache(path)  # every writer opens the fresh database at the same moment
+        keys = keys_of(number)
+        for b in range(BATCHES):
+            batch = keys[b * PER_BATCH : (b + 1) * PER_BATCH]
+            missing = [k for k in batch if k not in cache.get_many(batch)]  # what a run does: read, then write
+            cache.put_many("model-sha", {k: value_for(k) for k in missing})
+            if b % 10 == 0:  # a new connection now and then, as a new run would open
+                cache.close()
+                cache = ResponseCache(path)
+        cache.close()
+    except BaseException as e:  # reported to the test, which fails with it
+        errors.put(f"writer {number}: {type(e).__name__}: {e}")
+        raise
+
+
+def test_concurrent_writers_lose_and_corrupt_nothing(tmp_path):
+    path = str(tmp_path / "cache" / "responses.sqlite")
+    ctx = mp.get_context("spawn")  # fresh interpreters, as separate commands would be
+    start, errors = ctx.Barrier(WRITERS), ctx.Queue()
+    procs = [ctx.Process(target=writer, args=(path, n, start, errors)) for n in range(WRITERS)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    failures = []
+    while not errors.empty():
+        failures.append(errors.get())
+    assert not failures, failures
+    assert [p.exitcode for p in procs] == [0] * WRITERS
+
+    expected = {k for n in range(WRITERS) for k in keys_of(n)}
+    assert len(expected) == (WRITERS + 1) * BATCHES * PER_BATCH // 2
+    cache = ResponseCache(path)
+    found = cache.get_many(sorted(expected))
+    cache.close()
+    assert set(found) == expected
+    assert all(found[k] == value_for(k) for k in expected)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert db.execute("SELECT COUNT(*) FROM responses").fetchone() == (len(expected),)
+
+
+def test_a_cache_that_cannot_be_written_names_the_file(tmp_path):
+    from benchmark import BenchmarkError
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(BenchmarkError, match=re.escape(f"response cache {blocker / 'responses.sqlite'}: cannot create")):
+        ResponseCache(blocker / "responses.sqlite")
+    broken = tmp_path / "broken.sqlite"
+    broken.write_bytes(b"this is not an SQLite database, it is text" * 100)
+    with pytest.raises(BenchmarkError, match=re.escape(f"response cache {broken}: file is not a database; it is only a "
+                                                         "cache: remove it")):
+        ResponseCache(broken)
+
+
+def test_a_write_outlasts_a_lock_held_past_the_busy_timeout(tmp_path, monkeypatch):
+    """Another process holds the write lock longer than SQLite waits: the write is retried, not lost."""
+    import threading
+
+    from benchmark import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "BUSY_TIMEOUT_S", 0)  # SQLite itself gives up at once
+    path = tmp_path / "responses.sqlite"
+    cache = ResponseCache(path)
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO responses VALUES ('theirs', 'm', '1', 0)")
+    release = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+    release.start()
+    cache.put_many("m", {"ours": {"label": "Safe"}})
+    release.join()
+    other.close()
+    assert cache.get_many(["ours", "theirs"]) == {"ours": {"label": "Safe"}, "theirs": 1}
+    cache.close()
