@@ -71,20 +71,6 @@ def data_root_for(args, work: Path) -> tuple[Path, str]:
     return work / "data", "synthetic DiaSafety-style pairs (the data set was not found)"
 
 
-def compose(overrides: list[str]):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from benchmark.paths import CONF_DIR
-    from benchmark.schema import register
-
-    register()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=overrides)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-root", default=os.environ.get("BENCHMARK_DATA_ROOT", str(REPO.parent / "shared" / "data")))
@@ -104,6 +90,7 @@ def main() -> None:
 
     from benchmark import runner
     from benchmark.runner import run
+    from benchmark.schema import compose
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -22,20 +22,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 
-def compose(overrides: list[str]):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from benchmark.paths import CONF_DIR
-    from benchmark.schema import register
-
-    register()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=overrides)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data-root", default=str(REPO.parent / "shared" / "data"))
@@ -47,6 +33,7 @@ def main() -> None:
     from conftest import build_tiny_model
 
     from benchmark.runner import run
+    from benchmark.schema import compose
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -43,20 +43,9 @@ replay:
 
 
 def compose(work: Path, *overrides: str):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    from benchmark.schema import compose as compose_run
 
-    from benchmark.paths import CONF_DIR
-    from benchmark.schema import register
-
-    register()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = hydra_compose("config", overrides=[f"hydra.searchpath=[file://{work / 'conf'}]", "progress=false",
-                                                 *overrides])
-    GlobalHydra.instance().clear()
-    return cfg
+    return compose_run([f"hydra.searchpath=[file://{work / 'conf'}]", "progress=false", *overrides])
 
 
 def model_alone(cfg, data_root: Path) -> tuple[float, int]:

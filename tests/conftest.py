@@ -123,22 +123,10 @@ def chat_server(tiny_model):
 @pytest.fixture
 def compose(tmp_path):
     """Compose the run config as the command line would, with results and cache inside the test's folder."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from benchmark.paths import CONF_DIR
-    from benchmark.schema import register
-
-    register()
+    from benchmark.schema import compose as compose_run
 
     def _compose(*overrides: str):
-        GlobalHydra.instance().clear()
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            return hydra_compose(
-                config_name="config",
-                overrides=[f"results_dir={tmp_path / 'results'}", "progress=false", "bootstrap=200", *overrides],
-            )
+        return compose_run([f"results_dir={tmp_path / 'results'}", "progress=false", "bootstrap=200", *overrides])
 
     return _compose
 

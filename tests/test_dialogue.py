@@ -52,19 +52,11 @@ def scripted(tmp_path):
 
 
 def compose_scripted(tmp_path, root, conf, *overrides):
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    from benchmark.schema import compose
 
-    from benchmark.paths import CONF_DIR
-    from benchmark.schema import register
-
-    register()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=[
-            f"hydra.searchpath=[file://{conf}]", "task=scripted", "model=scripted-target", "attacker=scripted",
-            f"data_root={root}", f"results_dir={tmp_path / 'results'}", "progress=false", "bootstrap=200",
-            *KEYWORD_JUDGES, *overrides])
+    return compose([f"hydra.searchpath=[file://{conf}]", "task=scripted", "model=scripted-target", "attacker=scripted",
+                    f"data_root={root}", f"results_dir={tmp_path / 'results'}", "progress=false", "bootstrap=200",
+                    *KEYWORD_JUDGES, *overrides])
 
 
 def test_every_metric_by_hand(scripted):

@@ -314,3 +314,20 @@ def register() -> None:
     cs.store(name="run_schema", node=RunConfig)
     cs.store(name="detector_train_schema", node=DetectorTrainConfig)
     cs.store(name="detector_evaluate_schema", node=DetectorEvalConfig)
+
+
+def compose(overrides: list[str] | tuple[str, ...] = (), config_name: str = "config"):
+    """The run config as `python -m benchmark OVERRIDES` composes it, for code that runs the suite in-process."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from .paths import CONF_DIR
+
+    register()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return hydra_compose(config_name=config_name, overrides=list(overrides))
+    finally:
+        GlobalHydra.instance().clear()

@@ -28,7 +28,7 @@ import yaml
 
 from . import BenchmarkError
 from .hashing import sha256_json
-from .paths import CONF_DIR, REPO_ROOT, TASKS_DIR
+from .paths import REPO_ROOT, TASKS_DIR
 
 SUBMISSIONS_DIR = REPO_ROOT / "submissions"
 MODEL_FILE = "model.yaml"
@@ -77,20 +77,14 @@ class Loaded:
 @functools.lru_cache(maxsize=1)
 def task_registry() -> dict[str, dict]:
     """Every task in tasks/, composed as a run would compose it (inherited fields included), by name."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from .schema import register
+    from .schema import compose
 
-    register()
     tasks = {}
     for path in sorted(TASKS_DIR.glob("*.yaml")):
-        GlobalHydra.instance().clear()
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose(config_name="config", overrides=[f"task={path.stem}"])
-        tasks[cfg.task.name] = OmegaConf.to_container(cfg.task, resolve=True)
-    GlobalHydra.instance().clear()
+        task = compose([f"task={path.stem}"]).task
+        tasks[task.name] = OmegaConf.to_container(task, resolve=True)
     return tasks
 
 

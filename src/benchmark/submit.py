@@ -124,7 +124,7 @@ def verify(card_path: Path, n: int = 20, seed: int = 0, data_root: str | None = 
     from omegaconf import OmegaConf, open_dict
 
     from .runner import read_samples, run
-    from .schema import JudgeConfig
+    from .schema import JudgeConfig, compose
 
     config, problems = S.load_model_folder(card_path.parent, allow_remote_code)
     card = S._read_card(card_path)
@@ -135,21 +135,10 @@ def verify(card_path: Path, n: int = 20, seed: int = 0, data_root: str | None = 
     submitted = {s["id"]: s for s in S.read_samples(card_path.parent / card["samples"]["file"])}
     ids = random.Random(seed).sample(sorted(submitted), min(n, len(submitted)))
 
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from .paths import CONF_DIR
-    from .schema import register
-
-    register()
-    GlobalHydra.instance().clear()
     with tempfile.TemporaryDirectory(prefix="verify-") as tmp:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose(config_name="config", overrides=[
-                f"task={card['task']['name']}", f"output_dir={tmp}/run", f"cache_dir={tmp}/cache",
-                f"seed={card['run']['seed']}", "bootstrap=10", "progress=false", f"allow_remote_code={allow_remote_code}",
-            ])
-        GlobalHydra.instance().clear()
+        cfg = compose([f"task={card['task']['name']}", f"output_dir={tmp}/run", f"cache_dir={tmp}/cache",
+                       f"seed={card['run']['seed']}", "bootstrap=10", "progress=false",
+                       f"allow_remote_code={allow_remote_code}"])
         with open_dict(cfg):
             cfg.data_root = data_root
             cfg.ids = ids
