@@ -136,7 +136,7 @@ def overview_page(cards: list, registry: dict) -> None:
         return
     heads = [c for c in frame.columns if c.endswith(("↑", "↓"))]
     frame = frame.sort_values(heads[0], ascending=heads[0].endswith("↓"), na_position="last") if heads else frame
-    st.dataframe(frame.style.format("{:.1f}", subset=heads, na_rep=""), hide_index=True, width="stretch",
+    st.dataframe(frame.style.format("{:.1f}", subset=heads), hide_index=True, width="stretch", placeholder="",
                  key="overview_table")
     st.download_button("Download this table (CSV)", T.to_csv(frame), "leaderboard.csv", "text/csv")
     st.markdown("**What the columns mean** (↑ higher is better, ↓ lower is better)")
@@ -171,7 +171,7 @@ def tasks_page(cards: list, registry: dict) -> None:
     head = task["headline"]
     frame = frame.sort_values(head, ascending=task.get("better") == "lower")
     numeric = [c for c in frame.columns if c not in ("model", "verified", "n") and not c.endswith("95% CI")]
-    st.dataframe(frame.style.format("{:.1f}", subset=numeric, na_rep=""), hide_index=True,
+    st.dataframe(frame.style.format("{:.1f}", subset=numeric), hide_index=True, placeholder="",
                  width="stretch", key="task_table")
     st.download_button("Download this table (CSV)", T.to_csv(frame), f"{name}.csv", "text/csv")
     breakdown_charts(on_task, task)

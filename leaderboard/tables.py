@@ -95,8 +95,8 @@ def overview(cards: list, registry: dict) -> pd.DataFrame:
         cells[(card["model"]["name"], headline_column(task))] = shown(m)
         cells[(card["model"]["name"], f"{task['name']} · 95% CI")] = ci_text(m)
     for t in tasks:
-        for col in (headline_column(registry[t]), f"{t} · 95% CI"):
-            frame[col] = [cells.get((m, col)) for m in frame["model"]]
+        for col, missing in ((headline_column(registry[t]), None), (f"{t} · 95% CI", "")):
+            frame[col] = [cells.get((m, col), missing) for m in frame["model"]]
         frame[headline_column(registry[t])] = pd.to_numeric(frame[headline_column(registry[t])])
     scores = [c for c in frame.columns if " · " in c]
     return frame[["model", *scores, *[c for c in frame.columns if c != "model" and c not in scores]]]

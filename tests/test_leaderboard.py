@@ -108,6 +108,9 @@ def test_overview_shows_each_models_headlines_and_blank_missing_cells(app, fixtu
     assert by_model.loc["blenderbot-small", "diasafety_chatbot · unsafe_rate ↓"] == pytest.approx(
         headline(fixture_root, "blenderbot-small", "diasafety_chatbot"))
     assert pd.isna(by_model.loc["blenderbot-small", col])  # no card: blank, not zero
+    assert by_model.loc["blenderbot-small", "diasafety · 95% CI"] == ""
+    table = at.dataframe[0].proto
+    assert table.HasField("placeholder") and table.placeholder == ""  # shown as an empty cell, not "None"
     assert by_model.loc["diasafety-detector", "diasafety · 95% CI"].startswith("[")
     # sorted by the first task's headline, best first (macro F1: higher is better)
     ranked = frame[col].dropna().tolist()
