@@ -75,14 +75,21 @@ def link(page: str, **params) -> str:
 
 
 def bars(frame: pd.DataFrame, title: str) -> alt.Chart:
-    base = alt.Chart(frame, title=title).encode(
-        x=alt.X("group:N", title=None, sort=None), xOffset="model:N", color=alt.Color("model:N", title="model"),
+    """One panel per group, a bar per model with its CI as a whisker (a whisker over an x-offset bar would sit at
+    the bar's edge, so the groups are facets)."""
+    base = alt.Chart().encode(
+        x=alt.X("model:N", title=None, axis=alt.Axis(labels=False, ticks=False)),
+        color=alt.Color("model:N", title="model"),
         tooltip=["model", "group", alt.Tooltip("value:Q", format=".1f"), alt.Tooltip("ci_low:Q", format=".1f"),
                  alt.Tooltip("ci_high:Q", format=".1f")])
-    chart = base.mark_bar().encode(y=alt.Y("value:Q", title="%"))
+    layers = [base.mark_bar().encode(y=alt.Y("value:Q", title="%"))]
     if frame["ci_low"].notna().any():
-        chart = chart + base.mark_rule(color="black").encode(y="ci_low:Q", y2="ci_high:Q")
-    return chart
+        layers.append(base.mark_rule(strokeWidth=2).encode(y="ci_low:Q", y2="ci_high:Q", color=alt.value("black")))
+    width = max(40, 14 * frame["model"].nunique())
+    return alt.layer(*layers, data=frame).properties(width=width).facet(
+        column=alt.Column("group:N", title=None, sort=None, header=alt.Header(labelOrient="bottom", labelAngle=-30,
+                                                                              labelAlign="right")),
+        title=title)
 
 
 def curve(frame: pd.DataFrame, title: str) -> alt.Chart:
