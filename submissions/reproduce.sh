@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Rebuilds every published card in this folder from the suite's own runs (no number here was typed by hand), then
-# verifies each one by re-running a seeded sample of its records. Needs the data sets under $BENCHMARK_DATA_ROOT
+# verifies each one by re-running a random sample of its records; with a verifier's private key in
+# $BENCHMARK_VERIFIER_KEY (one listed in verifier_keys.json) the result is signed into the card. Needs the data sets
+# under $BENCHMARK_DATA_ROOT
 # (default ../shared/data) and a trained DiaSafety detector in checkpoints/diasafety-multihead-ctx-5ep
 # (bash benchmarks/diasafety_detectors.sh). Runs already in results/ are resumed, not repeated.
 set -euo pipefail
@@ -20,6 +22,6 @@ for entry in "${CARDS[@]}"; do
   read -r model task <<<"$entry"
   out=$(python -m benchmark model="$model" task="$task" progress=false | tail -1)
   python -m benchmark.submit "$(dirname "${out#score card: }")" --to submissions
-  python -m benchmark.submit verify "submissions/$model/$task.json" --n 50
+  python -m benchmark.submit verify "submissions/$model/$task.json" --n 50 ${BENCHMARK_VERIFIER_KEY:+--key "$BENCHMARK_VERIFIER_KEY"}
 done
 python -m benchmark.submit validate

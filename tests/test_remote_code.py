@@ -46,6 +46,12 @@ def test_remote_code_needs_permission(compose, remote_code_model, data_root):
         run(compose(*overrides(remote_code_model)))
 
 
+def test_remote_code_through_backend_args_needs_permission_too(compose, remote_code_model, data_root):
+    args = ("model=hf", f"model.pretrained={remote_code_model}", "+model.args.trust_remote_code=true", "limit=2")
+    with pytest.raises(BenchmarkError, match="allow_remote_code=true"):
+        run(compose(*args))
+
+
 def test_broken_remote_code_is_one_clear_error(compose, remote_code_model, data_root):
     cfg = compose(*overrides(remote_code_model), "allow_remote_code=true")
     with pytest.raises(BenchmarkError) as caught:

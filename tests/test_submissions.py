@@ -19,6 +19,18 @@ SEED = "profanity-check"  # a published folder every test can copy: one card on 
 
 
 @pytest.fixture
+def verifier_key(tmp_path, monkeypatch) -> Path:
+    """A verifier key pair made for the test, listed as the only trusted key."""
+    from benchmark.submit import keygen
+
+    key = tmp_path / "verifier.pem"
+    keys = tmp_path / "verifier_keys.json"
+    keys.write_text(keygen(key))
+    monkeypatch.setenv("BENCHMARK_VERIFIER_KEYS", str(keys))
+    return key
+
+
+@pytest.fixture
 def folder(tmp_path) -> Path:
     """A copy of one published model folder, without its verification (tests edit the card)."""
     root = tmp_path / "submissions"
@@ -84,14 +96,68 @@ def _set(path, value):
      "a private host name"),
     (_set(["model", "config", "_target_"], "os.system"), "model.config._target_", "never code"),
     (_set(["verification"], {"verified": True, "at": "x", "seed": 0, "n": 1, "verdict_agreement": 1,
-                              "output_agreement": 1, "min_agreement": 0.5, "card_sha256": "0" * 64}),
+                              "output_agreement": 1, "min_agreement": 0.5, "card_sha256": "0" * 64, "key_id": "x",
+                              "signature": ""}),
      "verification", "only `python -m benchmark.submit verify` writes it"),
+    (_set(["task", "headline"], "accuracy"), "task.headline", "task diasafety's headline is 'macro_f1'"),
+    (_set(["dataset", "n"], 1000), "dataset.n", "a published card covers every usable record"),
+    (_set(["metrics", "macro_f1", "value"], 0.12), "metrics.macro_f1", "is not what the samples give"),
+    (_set(["metrics", "macro_f1", "unit"], "%"), "metrics.macro_f1", "is not what the samples give"),
+    (_set(["metrics", "made_up"], {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 3}), "metrics.made_up",
+     "not a metric the task computes"),
+    (_set(["model", "metadata", "parameters"], "500B"), "model.metadata", "differs from the metadata in model.yaml"),
+    (_set(["model", "metadata", "open_weights"], [1]), "model.metadata.open_weights", "is not of type"),
+    (_set(["task", "name"], "cpad"), "dataset.sha256", "task cpad has no pinned data hash yet"),
 ])
 def test_each_card_rule_rejects_with_file_and_field(folder, change, field, message):
     edit_card(folder, change)
     found = problems_of(folder)
     assert found, "the edited card must be rejected"
     assert any(f"diasafety.json: {field}: " in p and message in p for p in found), found
+
+
+def test_a_self_made_verification_is_rejected(folder, verifier_key):
+    """Anyone can compute a card's hash; only a listed verifier's signature marks it verified."""
+    path = folder / "diasafety.json"
+    card = json.loads(path.read_text())
+    block = {"verified": True, "at": "now", "seed": 0, "n": 20, "failed": 0, "verdict_agreement": 1.0,
+             "output_agreement": 1.0, "min_agreement": 0.95, "card_sha256": S.card_sha256(card),
+             "key_id": "0123456789abcdef", "signature": "AAAA"}
+    edit_card(folder, _set(["verification"], block))
+    assert any("verification.key_id: '0123456789abcdef' is not a verifier key" in p for p in problems_of(folder))
+    signed = S.sign(card, {k: v for k, v in block.items() if k not in ("key_id", "signature")}, verifier_key)
+    edit_card(folder, _set(["verification"], signed))
+    assert problems_of(folder) == []
+    signed["verdict_agreement"] = 0.5  # a signed block changed afterwards
+    edit_card(folder, _set(["verification"], signed))
+    assert any("verification.signature: does not match" in p for p in problems_of(folder))
+
+
+def _rewrite_samples(folder: Path, change) -> None:
+    path = folder / "diasafety.samples.jsonl.gz"
+    samples = S.read_samples(path)
+    samples = change(samples)
+    edit_card(folder, _set(["samples", "sha256"], S.write_samples(samples, path)))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda ss: [ss[0]] * len(ss), "repeated sample ids"),
+    (lambda ss: [{**s, "id": "${oc.env:HOME}" + s["id"]} for s in ss], "sample ids are letters, digits"),
+    (lambda ss: [{**s, "error": "http://10.0.0.7:8000/v1 refused"} if i == 3 else s for i, s in enumerate(ss)],
+     "a private host name"),
+    (lambda ss: [{k: v for k, v in s.items() if k != "prediction"} for s in ss], "the task's scoring cannot read"),
+])
+def test_each_samples_rule_rejects(folder, change, message):
+    _rewrite_samples(folder, change)
+    found = problems_of(folder)
+    assert any(message in p for p in found), found
+
+
+def test_unreadable_samples_are_a_problem_not_a_traceback(folder):
+    path = folder / "diasafety.samples.jsonl.gz"
+    path.write_bytes(b"\x1f\x8b" + b"not a gzip stream at all")
+    edit_card(folder, _set(["samples", "sha256"], file_sha256(path)))
+    assert any("diasafety.samples.jsonl.gz: unreadable" in p for p in problems_of(folder))
 
 
 def test_samples_holding_the_data_sets_texts_are_rejected(folder):
@@ -121,6 +187,12 @@ def _model_yaml(folder: Path, text: str) -> None:
     ("description: a fine model\n", "description", "unknown key"),
     ("metadata:\n  sponsor: me\n", "metadata.sponsor", "unknown key"),
     ("batch_size: many\n", "batch_size", "could not be converted to Integer"),
+    ("args:\n  trust_remote_code: 1\n", "trust_remote_code", "a maintainer must review that code"),
+    ("trust_remote_code: 'yes'\n", "trust_remote_code", "a maintainer must review that code"),
+    ("args:\n  worker_extension_cls: os.system\n", "args.worker_extension_cls", "not allowed in a submitted config"),
+    ("args: [1]\n", "args", "must be a mapping"),
+    ("1: one\n", "1", "keys must be strings"),
+    ("phrases: &a [x, x]\nstop: *a\n", "", "YAML aliases (*name) are not allowed"),
 ])
 def test_each_model_config_rule_rejects_with_file_and_field(folder, extra, field, message):
     # PyYAML lets a repeated key win, so appending replaces the published value
@@ -130,6 +202,18 @@ def test_each_model_config_rule_rejects_with_file_and_field(folder, extra, field
                for p in found), found
     # the folder's cards are left out, never shown with a config that failed
     assert S.load(folder.parent).cards == []
+
+
+def test_a_model_yaml_that_is_not_utf8_is_a_problem(folder):
+    (folder / "model.yaml").write_bytes(b"name: \xff\xfe\n")
+    assert any("model.yaml: unreadable" in p for p in problems_of(folder))
+
+
+def test_a_folder_without_model_yaml_fails_validation(folder):
+    (folder / "model.yaml").rename(folder / "model.yml")
+    valid, problems = validate([folder])
+    assert valid == 0 and any("model.yaml: missing" in str(p) for p in problems)
+    assert submit_main(["validate", str(folder)]) == 1
 
 
 def test_remote_code_needs_a_reviewers_flag(folder):
@@ -153,6 +237,7 @@ def test_an_unreadable_card_is_reported_not_raised(folder):
 
 def test_scrub_strips_what_is_private(monkeypatch):
     monkeypatch.setenv("MY_SERVICE_KEY", "s3cr3t-value-123")
+    monkeypatch.setenv("TASK", "diasafety")  # an ordinary variable's value stays
     data = {"pretrained": "/home/alice/models/llama", "base_url": "http://192.168.1.20:8000/v1",
             "public": "https://api.openai.com/v1", "args": {"api_key": "abc", "note": "uses s3cr3t-value-123"},
             "api_key_env": "OPENAI_API_KEY", "prompt": "sk-" + "a" * 30, "max_new_tokens": 8,
@@ -163,9 +248,29 @@ def test_scrub_strips_what_is_private(monkeypatch):
     assert out["args"] == {"api_key": "<removed>", "note": "uses <env:MY_SERVICE_KEY>"}
     assert out["prompt"] == "<removed>" and out["max_new_tokens"] == 8 and out["local"] == "checkpoints/x"
     assert S.private_values(out) == []
+    more = S.scrub({"url": "https://alice:hunter2@api.example.com/v1?api_key=abc", "file": "file:///home/alice/m.gguf",
+                    "inline": "pretrained=/home/alice/llama,dtype=auto", "openai_key": "abc", "aws": "AKIA" + "A" * 16,
+                    "task": "diasafety"})
+    assert more == {"url": "https://api.example.com/v1?<removed>", "file": "file://<local>/m.gguf",
+                    "inline": "pretrained=<local>/llama,dtype=auto", "openai_key": "<removed>", "aws": "<removed>",
+                    "task": "diasafety"}
+    assert S.private_values(more) == []
+    assert {w for _, w in S.private_values({"a": "see /home/bob/x", "b": "https://u:p@host.example/v1"})} == {
+        "an absolute local path", "a private host name or credentials in a URL"}
 
 
-def test_package_a_run_then_verify_it(compose, data_root, tmp_path, monkeypatch):
+def test_strip_sample_hashes_data_texts_wherever_they_recur():
+    seed = "a harmless opening sentence from the data set"
+    sample = {"id": "toxic-chat:1", "input": {"source": "toxic-chat", "seed": seed}, "target": "Offending User",
+              "turns": [{"turn": 1, "attacker": seed, "target": "a reply", "verdict": "none"}],
+              "error": "could not reach http://192.168.0.9:8000/v1"}
+    out = S.strip_sample(sample)
+    assert "input" not in out and out["input_sha256"] == sha256_json(sample["input"])
+    assert out["turns"][0]["attacker"].startswith("sha256:") and out["turns"][0]["target"] == "a reply"
+    assert out["target"] == "Offending User" and out["error"] == "could not reach http://<host>:8000/v1"
+
+
+def test_package_a_run_then_verify_it(compose, data_root, tmp_path, verifier_key):
     card, path = run(compose("model=profanity-check", "task=diasafety"))
     root = tmp_path / "subs"
     out = package(path.parent, root, str(data_root))
@@ -181,24 +286,31 @@ def test_package_a_run_then_verify_it(compose, data_root, tmp_path, monkeypatch)
     assert samples[0]["prediction"] == original[0]["prediction"]
     assert packed["samples"]["sha256"] == file_sha256(folder / "diasafety.samples.jsonl.gz")
 
-    result = verify(out, n=15, seed=3, data_root=str(data_root))
+    unsigned = verify(out, n=15, seed=3, data_root=str(data_root))
+    assert unsigned["verified"] and "verification" not in json.loads(out.read_text())  # no key: nothing written
+    result = verify(out, n=15, data_root=str(data_root), key=verifier_key)
     assert result["verified"] and result["n"] == 15 and result["verdict_agreement"] == 1.0
+    assert json.loads(out.read_text())["verification"] == result
     assert validate([folder]) == (1, [])
     # editing a verified card breaks the binding
     edit_card(folder, _set(["metrics", "macro_f1", "value"], packed["metrics"]["macro_f1"]["ci_high"]))
     assert any("verification: does not belong to this card" in p for p in problems_of(folder))
 
 
-def test_verify_catches_submitted_predictions_the_model_does_not_make(compose, data_root, tmp_path):
+def test_verify_catches_submitted_predictions_the_model_does_not_make(compose, data_root, tmp_path, verifier_key):
     _, path = run(compose("model=profanity-check", "task=diasafety"))
     out = package(path.parent, tmp_path / "subs", str(data_root))
     samples_path = out.parent / "diasafety.samples.jsonl.gz"
     samples = S.read_samples(samples_path)
-    for s in samples:  # a submitter who claims perfect predictions
+    for s in samples:  # a submitter who claims perfect predictions (and the metrics that follow from them)
         s["prediction"] = s["target"]
     sha = S.write_samples(samples, samples_path)
+    metrics = S.recomputed_metrics(json.loads(out.read_text()), samples)
     edit_card(out.parent, _set(["samples", "sha256"], sha))
-    assert submit_main(["verify", str(out), "--n", "20", "--data-root", str(data_root)]) == 1
+    edit_card(out.parent, _set(["metrics"], metrics))
+    assert validate([out.parent]) == (1, [])  # consistent in itself: only re-running the model can tell
+    assert submit_main(["verify", str(out), "--n", "20", "--data-root", str(data_root),
+                        "--key", str(verifier_key)]) == 1
     result = json.loads(out.read_text())["verification"]
     assert not result["verified"] and result["verdict_agreement"] < 0.95 and result["disagreeing_ids"]
 

@@ -189,7 +189,7 @@ def run(cfg) -> tuple[dict, Path]:
         why = "limit=0" if cfg.limit == 0 else f"the {records.split} split has no usable record ({records.source})"
         raise BenchmarkError(f"task {task.name}: nothing to evaluate: {why}")
 
-    known_sha = task.data.sha256 if task.data is not None else None
+    known_sha = task.data.sha256 if task.data is not None else (task.dialogue.sha256 if task.dialogue else None)
     if known_sha and records.sha256 != known_sha:
         print(
             f"warning: the records of {records.source} differ from the version task {task.name} was built on "

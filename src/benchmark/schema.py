@@ -205,6 +205,7 @@ class DialogueConfig:
     judges: List[JudgeStepConfig] = field(default_factory=list)
     attacker_judges: List[JudgeStepConfig] = field(default_factory=list)
     tie: str = "not_flagged"
+    sha256: Optional[str] = None  # known hash of the seed records, as data.sha256 is for a data file
 
 
 @dataclass

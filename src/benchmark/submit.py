@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import random
+import secrets
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -51,23 +52,28 @@ def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None =
     card = S.scrub({k: v for k, v in card.items() if k != "verification"}, data_root)
     config = card["model"]["config"]
     folder = Path(to) / name
-    folder.mkdir(parents=True, exist_ok=True)
     model_file = folder / S.MODEL_FILE
-    if model_file.exists():
-        existing = S.read_yaml(model_file)
-        if existing != config:
-            raise BenchmarkError(f"{model_file} holds another config of model {name}; a folder holds one model "
-                                 "config: give this one another name (model.name=...)")
-    samples_file = folder / (task + S.SAMPLES_SUFFIX)
-    sha = S.write_samples([S.strip_sample(s) for s in samples.values()], samples_file)
-    card["samples"] = {"file": samples_file.name, "sha256": sha, "n": len(samples)}
-    model_file.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    out = folder / (task + S.CARD_SUFFIX)
-    _write_json(out, card)
-    problems = S.check_card(out, card, config)
-    if problems:
-        raise BenchmarkError("the packaged card does not validate:\n  " + "\n  ".join(map(str, problems)))
-    return out
+    if model_file.exists() and S.read_yaml(model_file) != config:
+        raise BenchmarkError(f"{model_file} holds another config of model {name}; a folder holds one model "
+                             "config: give this one another name (model.name=...)")
+    # built beside the folder and moved in only once it validates: a failed packaging leaves nothing behind
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".package-") as tmp:
+        staged = Path(tmp) / name
+        staged.mkdir()
+        samples_file = staged / (task + S.SAMPLES_SUFFIX)
+        sha = S.write_samples([S.strip_sample(s) for s in samples.values()], samples_file)
+        card["samples"] = {"file": samples_file.name, "sha256": sha, "n": len(samples)}
+        (staged / S.MODEL_FILE).write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True),
+                                           encoding="utf-8")
+        _write_json(staged / (task + S.CARD_SUFFIX), card)
+        problems = S.check_card(staged / (task + S.CARD_SUFFIX), card, config)
+        if problems:
+            raise BenchmarkError("the packaged card does not validate:\n  " + "\n  ".join(map(str, problems)))
+        folder.mkdir(exist_ok=True)
+        for f in staged.iterdir():
+            os.replace(f, folder / f.name)
+    return folder / (task + S.CARD_SUFFIX)
 
 
 def validate(paths: list[Path], allow_remote_code: bool = False) -> tuple[int, list[S.Problem]]:
@@ -89,11 +95,21 @@ def validate(paths: list[Path], allow_remote_code: bool = False) -> tuple[int, l
         if not path.is_dir():
             problems.append(S.Problem(str(path), "", "no such file or folder"))
             continue
-        root = path.parent if (path / S.MODEL_FILE).exists() else path
-        loaded = S.load(root, thorough=True, allow_remote_code=allow_remote_code)
-        if root != path:  # one model folder
-            loaded.cards = [c for c in loaded.cards if c.path.parent == path]
-            loaded.rejected = [p for p in loaded.rejected if Path(p.path).parent == path or Path(p.path) == path]
+        # a submissions folder holds model folders; a model folder holds only files
+        if not any(p.is_dir() for p in path.iterdir() if not p.name.startswith(".")):
+            config, folder_problems = S.load_model_folder(path, allow_remote_code)
+            problems += folder_problems
+            cards = sorted(path.glob("*" + S.CARD_SUFFIX))
+            if not cards:
+                problems.append(S.Problem(str(path), "", "holds no score card"))
+            for card_path in cards if config is not None else []:
+                n, card_problems = validate([card_path], allow_remote_code)
+                valid += n
+                problems += [p for p in card_problems if p not in folder_problems]
+            continue
+        loaded = S.load(path, thorough=True, allow_remote_code=allow_remote_code)
+        if not loaded.cards and not loaded.rejected:
+            problems.append(S.Problem(str(path), "", "holds no model folder"))
         valid += len(loaded.cards)
         problems += loaded.rejected
     return valid, problems
@@ -117,10 +133,11 @@ def _verdicts(sample: dict):
     return sample.get("prediction")
 
 
-def verify(card_path: Path, n: int = 20, seed: int = 0, data_root: str | None = None, min_agreement: float = 0.95,
-           allow_remote_code: bool = False) -> dict:
-    """Re-run a seeded sample of a card's records with its model config (a fresh cache: the model really answers)
-    and compare with the submitted samples; the result is written into the card as `verification`."""
+def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str | None = None,
+           min_agreement: float = 0.95, allow_remote_code: bool = False, key: Path | None = None) -> dict:
+    """Re-run a random sample of a card's records with its model config (a fresh cache: the model really answers)
+    and compare with the submitted samples. With a verifier's private key the result is signed and written into the
+    card as `verification`; without one it is only returned."""
     from omegaconf import OmegaConf, open_dict
 
     from .runner import read_samples, run
@@ -132,6 +149,10 @@ def verify(card_path: Path, n: int = 20, seed: int = 0, data_root: str | None = 
     if problems:
         raise BenchmarkError("the card does not validate; fix it before verifying:\n  " +
                              "\n  ".join(map(str, problems)))
+    if n < 1:
+        raise BenchmarkError(f"--n {n}: re-run at least one record")
+    # drawn now unless given: a submitter cannot know in advance which records will be checked
+    seed = secrets.randbelow(2**31) if seed is None else seed
     submitted = {s["id"]: s for s in S.read_samples(card_path.parent / card["samples"]["file"])}
     ids = random.Random(seed).sample(sorted(submitted), min(n, len(submitted)))
 
@@ -174,14 +195,33 @@ def verify(card_path: Path, n: int = 20, seed: int = 0, data_root: str | None = 
     }
     card = {k: v for k, v in card.items() if k != "verification"}
     result["card_sha256"] = S.card_sha256(card)
-    card["verification"] = result
-    _write_json(card_path, card)
+    if key is not None:
+        card["verification"] = result = S.sign(card, result, key)
+        _write_json(card_path, card)
     return result
+
+
+def keygen(path: Path) -> str:
+    """A new verifier key pair: the private key (PEM) at `path`, the line to add to verifier_keys.json returned."""
+    import base64
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    if path.exists():
+        raise BenchmarkError(f"{path} exists; a key is never overwritten")
+    key = Ed25519PrivateKey.generate()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+    path.chmod(0o600)
+    public = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return json.dumps({S.key_id(public): base64.b64encode(public).decode("ascii")})
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    command = argv.pop(0) if argv and argv[0] in ("package", "validate", "verify") else "package"
+    command = argv.pop(0) if argv and argv[0] in ("package", "validate", "verify", "keygen") else "package"
     p = argparse.ArgumentParser(prog=f"python -m benchmark.submit {command}")
     if command == "package":
         p.add_argument("run_dir", type=Path, help="a finished run's folder (holds scorecard.json)")
@@ -191,13 +231,18 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("paths", type=Path, nargs="*", default=[S.SUBMISSIONS_DIR])
         p.add_argument("--allow-remote-code", action="store_true",
                        help="accept trust_remote_code: true (after a maintainer reviewed that code)")
+    elif command == "keygen":
+        p.add_argument("path", type=Path, help="where the new private key goes (keep it out of the repository)")
     else:
         p.add_argument("card", type=Path)
         p.add_argument("--n", type=int, default=20, help="records to re-run")
-        p.add_argument("--seed", type=int, default=0, help="which records")
+        p.add_argument("--seed", type=int, default=None, help="which records (default: drawn at random)")
         p.add_argument("--min-agreement", type=float, default=0.95)
         p.add_argument("--data-root", default=os.environ.get("BENCHMARK_DATA_ROOT"))
         p.add_argument("--allow-remote-code", action="store_true")
+        p.add_argument("--key", type=Path, default=os.environ.get("BENCHMARK_VERIFIER_KEY"),
+                       help="a verifier's private key: sign the result into the card (default: "
+                            "$BENCHMARK_VERIFIER_KEY; without one the result is only printed)")
     args = p.parse_args(argv)
     try:
         if command == "package":
@@ -208,12 +253,19 @@ def main(argv: list[str] | None = None) -> int:
             for problem in problems:
                 print(f"rejected: {problem}")
             print(f"{valid} valid score card(s), {len(problems)} problem(s)")
-            return 1 if problems else 0
+            return 1 if problems or not valid else 0
+        elif command == "keygen":
+            entry = keygen(args.path)
+            print(f"private key written to {args.path}; add this public key to submissions/verifier_keys.json: "
+                  f"{entry}")
         else:
-            r = verify(args.card, args.n, args.seed, args.data_root, args.min_agreement, args.allow_remote_code)
+            r = verify(args.card, args.n, args.seed, args.data_root, args.min_agreement, args.allow_remote_code,
+                       args.key)
             state = "verified" if r["verified"] else "NOT verified"
-            print(f"{args.card}: {state}: {r['n']} records re-run, verdicts agree on {100 * r['verdict_agreement']:.1f}%"
-                  f", outputs identical on {100 * r['output_agreement']:.1f}%, {r['failed']} failed")
+            print(f"{args.card}: {state}: {r['n']} records re-run (seed {r['seed']}), verdicts agree on "
+                  f"{100 * r['verdict_agreement']:.1f}%, outputs identical on {100 * r['output_agreement']:.1f}%, "
+                  f"{r['failed']} failed" + ("; signed into the card" if args.key else
+                                            "; not written (no --key)"))
             return 0 if r["verified"] else 1
     except BenchmarkError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -35,7 +35,7 @@ def model_sha256(cfg, data_root: str | None = None) -> str:
 
 
 def load_backend(cfg, allow_remote_code: bool, data_root: str | None = None) -> Backend:
-    if cfg.trust_remote_code and not allow_remote_code:
+    if (cfg.trust_remote_code or (cfg.args or {}).get("trust_remote_code")) and not allow_remote_code:
         raise BenchmarkError(
             f"model {cfg.name} runs code from its repository (trust_remote_code: true). Review that code, then "
             "pass allow_remote_code=true on the command line to allow it."
