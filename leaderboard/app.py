@@ -1,8 +1,13 @@
 """The public leaderboard: `streamlit run leaderboard/app.py`.
 
 It reads only `submissions/` (or $BENCHMARK_SUBMISSIONS) and the task definitions in `tasks/`: no model, no GPU, no
-network. Every card passes the same checks as `python -m benchmark.submit validate`; a card that fails is listed
-with its reason and left out. Submitted text is shown only through elements that display it as text.
+network. Cards are loaded with the fast checks (`submissions.load(thorough=False)`), which leave out the slow ones:
+reading and hashing the samples files and type-checking the configs' values. The full checks of
+`python -m benchmark.submit validate` run in the test suite over the published `submissions/` folder
+(tests/test_submissions.py), not here: a folder given in $BENCHMARK_SUBMISSIONS is shown as the fast checks leave
+it. A card that fails a check, or that a table cannot hold, is listed with its reason and left out; a samples file
+that cannot be read is reported in the sample browser. Submitted text is shown only through elements that display
+it as text, or escaped by `esc` where an element renders Markdown.
 """
 
 from __future__ import annotations
@@ -47,15 +52,63 @@ def _signature(root: Path) -> tuple:
     return tuple(sorted((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*") if p.is_file()))
 
 
+def showable(cards: list, registry: dict) -> None:
+    """Builds every table the pages build from these cards; raises what a page would."""
+    T.models_frame(cards)
+    T.overview(cards, registry)
+    for name in sorted({c.card["task"]["name"] for c in cards}):
+        on_task = [c for c in cards if c.card["task"]["name"] == name]
+        T.task_frame(on_task, name)
+        T.breakdown(on_task, registry[name])
+    for c in cards:
+        model_row(c, registry[c.card["task"]["name"]])
+
+
 @st.cache_data(show_spinner="Loading score cards…")
 def load(root: str, signature: tuple) -> tuple[list, list[str], dict]:
-    loaded = S.load(Path(root))
-    return loaded.cards, [str(p).replace(str(Path(root)) + os.sep, "") for p in loaded.rejected], S.task_registry()
+    """The cards that pass the fast checks and that every page can show; the reasons for the others.
+
+    Every table builds a card's rows from that card alone, so when the tables build from all the cards at once no
+    card fails on its own; only when they do not is each card tried on its own (a thousand cards at once take a
+    small part of the time they take one by one)."""
+    loaded = S.load(Path(root), thorough=False)
+    registry = S.task_registry()
+    cards, rejected = loaded.cards, [str(p) for p in loaded.rejected]
+    try:
+        showable(cards, registry)
+    except Exception:
+        cards = []
+        for card in loaded.cards:
+            try:
+                showable([card], registry)
+            except Exception as e:  # a card the fast checks let through that a table cannot hold
+                rejected.append(f"{card.path}: cannot be shown: {type(e).__name__}: {e}")
+            else:
+                cards.append(card)
+    return cards, [r.replace(str(Path(root)) + os.sep, "") for r in rejected], registry
+
+
+def load_or_report(root: Path) -> tuple[list, list[str], dict]:
+    """`load`, or no cards and an error on the page when loading itself fails (the page still renders)."""
+    try:
+        return load(str(root), _signature(root))
+    except Exception as e:
+        st.error(esc(f"The score cards could not be loaded from {root}: {type(e).__name__}: {e}"))
+    try:
+        registry = S.task_registry()
+    except Exception as e:
+        st.error(esc(f"The task definitions could not be loaded: {type(e).__name__}: {e}"))
+        registry = {}
+    return [], [], registry
 
 
 @st.cache_data
 def samples(path: str, signature: tuple) -> list[dict]:
-    return S.read_samples(Path(path))
+    rows = S.read_samples(Path(path))
+    for i, row in enumerate(rows, 1):
+        if not isinstance(row, dict):
+            raise ValueError(f"sample {i} is not a JSON object")
+    return rows
 
 
 @st.cache_data(show_spinner="Joining the data set's texts…")
@@ -93,11 +146,29 @@ def bars(frame: pd.DataFrame, title: str) -> alt.Chart:
 
 
 def curve(frame: pd.DataFrame, title: str) -> alt.Chart:
-    frame = frame.assign(turn=pd.to_numeric(frame["group"]))
+    """Activation by turn; a group that is not a turn number is left out."""
+    frame = frame.assign(turn=pd.to_numeric(frame["group"], errors="coerce")).dropna(subset=["turn"])
     base = alt.Chart(frame, title=title).encode(x=alt.X("turn:Q", title="turn", axis=alt.Axis(tickMinStep=1)),
                                                 color=alt.Color("model:N", title="model"))
     return base.mark_area(opacity=0.15).encode(y="ci_low:Q", y2="ci_high:Q") + base.mark_line(point=True).encode(
         y=alt.Y("value:Q", title="activated by this turn (%)"), tooltip=["model", "turn", "value"])
+
+
+def family_title(by: str, task: dict) -> str:
+    """What one breakdown family shows (`by` is a submitted metric's field or a question's name)."""
+    if by == "by_turn":
+        return f"{task['headline']}: activation by turn"
+    if by == "class F1":
+        return "F1 per class (no CI in the card)"
+    if by.endswith(" · class F1"):
+        return f"{by.removesuffix(' · class F1')}: F1 per class (no CI in the card)"
+    return f"{task['headline']} by {by}"
+
+
+def family_chart(part: pd.DataFrame, by: str, task: dict, prefix: str = "") -> alt.Chart:
+    """One breakdown family's chart: activation by turn as a curve, every other family as bars."""
+    title = prefix + family_title(by, task)
+    return curve(part, title) if by == "by_turn" else bars(part, title)
 
 
 def breakdown_charts(cards: list, task: dict) -> None:
@@ -106,12 +177,8 @@ def breakdown_charts(cards: list, task: dict) -> None:
         st.caption("This task's cards carry no breakdown.")
         return
     for by, part in frame.groupby("by", sort=False):
-        what = f"{task['headline']} by {by}" if by != "class F1" else "F1 per class (no CI in the card)"
-        if by == "by_turn":
-            st.altair_chart(curve(part, f"{task['headline']}: activation by turn"), width="stretch")
-        else:
-            st.altair_chart(bars(part, what), width="stretch")
-        with st.expander(f"table: {what}"):
+        st.altair_chart(family_chart(part, by, task), width="stretch")
+        with st.expander(esc(f"table: {family_title(by, task)}")):
             st.dataframe(part.drop(columns=["by"]), hide_index=True, width="stretch")
 
 
@@ -156,6 +223,9 @@ def overview_page(cards: list, registry: dict) -> None:
 
 def tasks_page(cards: list, registry: dict) -> None:
     names = sorted({c.card["task"]["name"] for c in cards}) or sorted(registry)
+    if not names:
+        st.info("No task definition could be read.")
+        return
     wanted = st.query_params.get("task")
     name = st.selectbox("Task", names, index=names.index(wanted) if wanted in names else 0, key="task_pick")
     st.query_params["task"] = name
@@ -168,7 +238,7 @@ def tasks_page(cards: list, registry: dict) -> None:
         st.caption(task["citation"])
     definition = S.TASKS_DIR / f"{name}.yaml"
     if definition.is_file():
-        with st.expander(f"Definition: tasks/{name}.yaml"):
+        with st.expander(esc(f"Definition: tasks/{name}.yaml")):
             st.code(definition.read_text(encoding="utf-8"), language="yaml")
     on_task = [c for c in cards if c.card["task"]["name"] == name]
     if not on_task:
@@ -198,28 +268,45 @@ def models_page(cards: list, registry: dict) -> None:
     st.dataframe(meta, hide_index=True, width="stretch")
     with st.expander("Model config (model.yaml)"):
         st.json(mine[0].model_config, expanded=False)
-    rows = []
-    for c in mine:
-        card, task = c.card, registry[c.card["task"]["name"]]
-        m = card["metrics"][task["headline"]]
-        rows.append({"task": task["name"], "headline": task["headline"], "value": T.shown(m), "95% CI": T.ci_text(m),
-                     "better": task.get("better", "higher"), "n": card["dataset"]["n"],
-                     "verified": "yes" if T.verified(card) else "", "run": card["run"]["started_at"],
-                     "suite commit": (card["run"]["git_commit"] or "")[:10],
-                     "judges": ", ".join(f"{j['step']}: {j['name']}" for j in card.get("judges", []))})
+    rows = [model_row(c, registry[c.card["task"]["name"]]) for c in mine]
     st.dataframe(pd.DataFrame(rows).style.format("{:.1f}", subset=["value"]), hide_index=True,
                  width="stretch", key="model_cards")
     for c in mine:
-        frame = T.breakdown([c], registry[c.card["task"]["name"]])
-        if not frame.empty:
-            part = frame[frame["by"] == frame["by"].iloc[0]]
-            st.altair_chart(bars(part, f"{c.card['task']['name']}: {registry[c.card['task']['name']]['headline']} "
-                                       f"by {part['by'].iloc[0]}"), width="stretch")
+        task = registry[c.card["task"]["name"]]
+        frame = T.breakdown([c], task)
+        if not frame.empty:  # the card's first breakdown family, drawn as on the task's page
+            by = frame["by"].iloc[0]
+            st.altair_chart(family_chart(frame[frame["by"] == by], by, task, prefix=f"{task['name']}: "),
+                            width="stretch")
     sample_browser(mine, registry)
 
 
+def model_row(c, task: dict) -> dict:
+    """One card's row in a model's table of cards."""
+    card = c.card
+    m = card["metrics"][task["headline"]]
+    return {"task": task["name"], "headline": task["headline"], "value": T.shown(m), "95% CI": T.ci_text(m),
+            "better": task.get("better", "higher"), "n": card["dataset"]["n"],
+            "verified": "yes" if T.verified(card) else "", "run": card["run"]["started_at"],
+            "suite commit": (card["run"]["git_commit"] or "")[:10],
+            "judges": ", ".join(f"{j['step']}: {j['name']}" for j in card.get("judges", []))}
+
+
 def _summary(sample: dict) -> dict:
-    row = {"id": sample["id"], "error": sample.get("error") or ""}
+    """A sample's row; a sample without an id gets an empty one, and one whose fields have an unexpected shape a
+    row that says so."""
+    try:
+        return _fields(sample)
+    except Exception as e:
+        return {"id": _text_id(sample.get("id")), "error": f"this sample cannot be shown: {type(e).__name__}: {e}"}
+
+
+def _text_id(value) -> str:
+    return "" if value is None else str(value)
+
+
+def _fields(sample: dict) -> dict:
+    row = {"id": _text_id(sample.get("id")), "error": sample.get("error") or ""}
     if "responses" in sample:
         row["verdicts"] = ", ".join(str(r.get("verdict")) for r in sample["responses"])
         row["outputs"] = "\n".join(str(r.get("text")) for r in sample["responses"])
@@ -241,7 +328,12 @@ def sample_browser(mine: list, registry: dict) -> None:
     tasks = [c.card["task"]["name"] for c in mine]
     name = st.selectbox("Task", tasks, key="sample_task")
     card = mine[tasks.index(name)]
-    rows = [_summary(s) for s in samples(str(card.samples_path), _file_signature(card.samples_path))]
+    try:
+        rows = [_summary(s) for s in samples(str(card.samples_path), _file_signature(card.samples_path))]
+    except Exception as e:  # the fast checks do not read the samples file
+        reason = str(e).replace(str(submissions_root()) + os.sep, "")
+        st.error(esc(f"The samples file {card.card['samples']['file']} cannot be read: {type(e).__name__}: {reason}"))
+        return
     pages = max(1, -(-len(rows) // PAGE_SIZE))
     page = st.number_input(f"Page (of {pages}, {PAGE_SIZE} samples each)", 1, pages, 1, key="sample_page")
     show = st.toggle("Show texts", value=False, key="show_texts")
@@ -253,12 +345,12 @@ def sample_browser(mine: list, registry: dict) -> None:
             texts = inputs(task, data_root)
             frame.insert(1, "input", [json.dumps(texts.get(i, {}), ensure_ascii=False) for i in frame["id"]])
         except Exception as e:  # the browser still works on ids when the local data cannot be read
-            st.caption(f"The data set's texts could not be joined from {data_root}: {e}")
+            st.caption(esc(f"The data set's texts could not be joined from {data_root}: {e}"))
     elif show:
         st.caption("The data set's own texts are not part of a submission (their licences differ); set "
                    "BENCHMARK_DATA_ROOT to a local copy of the data to see them beside the ids.")
     if not show:
-        frame = frame.drop(columns=["outputs"])
+        frame = frame.drop(columns=["outputs"], errors="ignore")
     st.dataframe(frame, hide_index=True, width="stretch", key="samples_table")
 
 
@@ -276,7 +368,7 @@ def submit_page() -> None:
 def main() -> None:
     st.set_page_config(page_title="Safety leaderboard", layout="wide")
     root = submissions_root()
-    cards, rejected, registry = load(str(root), _signature(root))
+    cards, rejected, registry = load_or_report(root)
     wanted = st.query_params.get("page", PAGES[0])
     page = st.sidebar.radio("Page", PAGES, index=PAGES.index(wanted) if wanted in PAGES else 0, key="page")
     if page != wanted:

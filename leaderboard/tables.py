@@ -26,7 +26,11 @@ def parse_size(text) -> float | None:
     m = re.match(r"^\s*[<~≈]?\s*([\d.]+)\s*([KMBT])", str(text).upper())
     if not m:
         return None
-    return float(m.group(1)) * {"K": 1e-6, "M": 1e-3, "B": 1.0, "T": 1e3}[m.group(2)]
+    try:
+        number = float(m.group(1))
+    except ValueError:  # '1.2.3B': not a number, so not stated
+        return None
+    return number * {"K": 1e-6, "M": 1e-3, "B": 1.0, "T": 1e3}[m.group(2)]
 
 
 def size_bucket(text) -> str:
@@ -117,9 +121,25 @@ def task_frame(cards: list, task: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def questions(task: dict) -> list[str]:
+    """A classify task's question names when it asks several (RICoTA); [] for a single-question task."""
+    return [q["name"] for q in ((task.get("classify") or {}).get("questions") or [])]
+
+
+def class_f1_groups(card: dict, task: dict) -> list[tuple[str, dict]]:
+    """(family, per_class) for each question of a classify card: `<question> · class F1` for a task with
+    questions (their breakdown is keyed by question), `class F1` for a single-question task."""
+    b = card["breakdown"]
+    asked = questions(task)
+    if not asked:
+        return [("class F1", b.get("per_class") or {})]
+    return [(f"{q} · class F1", (b.get(q) or {}).get("per_class") or {}) for q in asked]
+
+
 def breakdown(cards: list, task: dict) -> pd.DataFrame:
     """The headline metric by group (`<headline>.<field>.<value>` metrics: CPAD's attack methods, DiaSafety's
-    categories, a dialogue attack's turns), with CIs; for classify tasks, F1 per class (the card gives no CI)."""
+    categories, a dialogue attack's turns), with CIs; for classify tasks, F1 per class of every question (the card
+    gives no CI)."""
     rows = []
     head = task["headline"]
     for c in cards:
@@ -134,14 +154,30 @@ def breakdown(cards: list, task: dict) -> pd.DataFrame:
                              "ci_low": 100 * m["ci_low"] if is_share(m) else m["ci_low"],
                              "ci_high": 100 * m["ci_high"] if is_share(m) else m["ci_high"]})
         if task["kind"] == "classify":
-            b = card["breakdown"]
-            prefix = head.rsplit(".", 1)[0] if "." in head else None
-            per_class = (b.get(prefix) or {}).get("per_class") if prefix else b.get("per_class")
-            for label, v in (per_class or {}).items():
-                rows.append({"model": model, "by": "class F1", "group": label, "value": 100 * v["f1"],
-                             "ci_low": None, "ci_high": None})
+            for family, per_class in class_f1_groups(card, task):
+                for label, v in per_class.items():
+                    f1 = v["f1"]
+                    if isinstance(f1, bool) or not isinstance(f1, (int, float)):
+                        raise TypeError(f"breakdown per_class {label!r}: f1 {f1!r} is not a number")
+                    rows.append({"model": model, "by": family, "group": label, "value": 100 * f1,
+                                 "ci_low": None, "ci_high": None})
     return pd.DataFrame(rows, columns=["model", "by", "group", "value", "ci_low", "ci_high"])
 
 
+# a spreadsheet runs a cell that begins with one of these as a formula
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def defused(value):
+    """A string a spreadsheet would run as a formula, made text by a leading single quote."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_START) else value
+
+
 def to_csv(frame: pd.DataFrame) -> bytes:
-    return frame.to_csv(index=False).encode("utf-8")
+    """The table as CSV; submitted text (model names, metric names in headers) cannot start a formula."""
+    out = frame.copy()
+    for i, dtype in enumerate(out.dtypes):
+        if not pd.api.types.is_numeric_dtype(dtype):  # only a column of objects or strings holds text
+            out.isetitem(i, out.iloc[:, i].map(defused))
+    out.columns = [defused(c) for c in out.columns]
+    return out.to_csv(index=False).encode("utf-8")

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pandas as pd
 import pytest
@@ -20,7 +21,8 @@ from benchmark import submissions as S
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "leaderboard" / "app.py"
 PUBLISHED = ["profanity-check", "diasafety-detector", "blenderbot-small", "dialogpt-small", "ricota-solar"]
-HOSTILE = "<img src=x onerror=alert(1)>"
+# a model name with HTML and with Markdown: either would make an element on a page that rendered it
+HOSTILE = "<img src=x onerror=alert(1)>![x](x)"
 ARTIFACTS = Path(os.environ.get("BENCHMARK_TEST_ARTIFACTS", REPO / "results" / "test-artifacts"))
 
 
@@ -54,7 +56,11 @@ def _dialogue_card(src: Path, dst: Path) -> None:
     sha = S.write_samples(samples, dst / "toxicchat.samples.jsonl.gz")
     card = json.loads((dst / "toxicchat.json").read_text())
     card["task"].update(name="toxicchat", kind="dialogue_attack", headline="activation_rate")
-    card["dataset"]["n"] = 30
+    task = S.task_registry()["toxicchat"]
+    pinned = (task.get("dialogue") or {}).get("sha256") or (task.get("data") or {}).get("sha256")
+    if pinned:  # the hash of the task's seed records, where the task pins one
+        card["dataset"]["sha256"] = pinned
+    card["dataset"].update(n=30, n_total=30, malformed=[])
     card["samples"] = {"file": "toxicchat.samples.jsonl.gz", "sha256": sha, "n": 30}
     card["breakdown"] = {}
     curve = {1: 10 / 30, 2: 10 / 30, 3: 20 / 30, 4: 20 / 30, 5: 20 / 30}
@@ -88,6 +94,109 @@ def app(fixture_root, monkeypatch):
     monkeypatch.delenv("BENCHMARK_DATA_ROOT", raising=False)
     at = AppTest.from_file(str(APP), default_timeout=120)
     return at
+
+
+def _odd(root: Path, name: str, metadata: dict | None = None, edit=None, samples=None) -> None:
+    """A copy of the published profanity-check card under another name, with odd metadata, an edited card or
+    another samples file (bytes, or a list of samples)."""
+    _copy_as(S.SUBMISSIONS_DIR / "profanity-check", root / name, name)
+    folder = root / name
+    if metadata:
+        import yaml
+
+        model = S.read_yaml(folder / S.MODEL_FILE)
+        model["metadata"].update(metadata)
+        (folder / S.MODEL_FILE).write_text(yaml.safe_dump(model, sort_keys=False))
+    card = json.loads((folder / "diasafety.json").read_text())
+    card["model"]["metadata"].update(metadata or {})
+    if edit:
+        edit(card)
+    if isinstance(samples, bytes):
+        (folder / "diasafety.samples.jsonl.gz").write_bytes(samples)
+    elif samples is not None:
+        card["samples"].update(sha256=S.write_samples(samples, folder / "diasafety.samples.jsonl.gz"), n=len(samples))
+    (folder / "diasafety.json").write_text(json.dumps(card))
+
+
+def _per_class(value):
+    def edit(card):
+        card["breakdown"]["per_class"] = value
+    return edit
+
+
+def _markdown_metric(card):
+    card["metrics"]["macro_f1.[click](https://evil).a"] = {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 10}
+
+
+ODD_SHOWN = ["odd-parameters", "odd-turns", "odd-samples-ids", "odd-samples-bytes", "odd-markdown"]
+ODD_REFUSED = ["odd-open-weights", "odd-languages", "odd-f1-missing", "odd-class-list", "odd-per-class-list"]
+
+
+@pytest.fixture(scope="module")
+def odd_root(tmp_path_factory) -> Path:
+    """Cards that checks could let through but that no table can hold as they are, beside ones it can."""
+    root = tmp_path_factory.mktemp("odd")
+    _odd(root, "odd-open-weights", metadata={"open_weights": [1]})
+    _odd(root, "odd-languages", metadata={"languages": [1, 2]})
+    _odd(root, "odd-parameters", metadata={"parameters": "1.2.3B"})
+    _odd(root, "odd-f1-missing", edit=_per_class({"Safe": {"precision": 0.5, "recall": 0.5}}))
+    _odd(root, "odd-class-list", edit=_per_class({"Safe": [0.5, 0.5, 0.5]}))
+    _odd(root, "odd-per-class-list", edit=_per_class([0.5, 0.5]))
+    _odd(root, "odd-samples-ids", samples=[{"prediction": "Safe", "target": "Safe", "output": "Safe", "error": None}
+                                           for _ in range(3)])
+    _odd(root, "odd-samples-bytes", samples=b"\x00 not gzip \xff")
+    _odd(root, "odd-markdown", edit=_markdown_metric)
+    _dialogue_card(S.SUBMISSIONS_DIR / "profanity-check", root / "odd-turns")
+    card = json.loads((root / "odd-turns" / "toxicchat.json").read_text())
+    card["metrics"]["activation_rate.by_turn.x"] = {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 30}
+    (root / "odd-turns" / "toxicchat.json").write_text(json.dumps(card))
+    return root
+
+
+def _accept_all(root, *args, **kwargs):
+    """A loader whose checks let every readable card through, so that the app's own defences are what is tested
+    (whatever the loader's checks catch now or later)."""
+    out = S.Loaded()
+    for path in sorted(Path(root).glob("*/*.json")):
+        out.cards.append(S.Card(path, json.loads(path.read_text()), S.read_yaml(path.parent / S.MODEL_FILE)))
+    return out
+
+
+@pytest.fixture
+def odd_app(odd_root, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setattr(S, "load", _accept_all)
+    monkeypatch.setenv("BENCHMARK_SUBMISSIONS", str(odd_root))
+    monkeypatch.delenv("BENCHMARK_DATA_ROOT", raising=False)
+    return AppTest.from_file(str(APP), default_timeout=120)
+
+
+def _tables():
+    if str(REPO / "leaderboard") not in sys.path:
+        sys.path.insert(0, str(REPO / "leaderboard"))
+    import tables as T
+
+    return T
+
+
+def _charts(at) -> list[dict]:
+    return [json.loads(e.proto.spec) for e in at.main if e.type in ("vega_lite_chart", "arrow_vega_lite_chart")]
+
+
+def _marks(spec: dict) -> set[str]:
+    """Every mark type in a Vega-Lite spec, however it is layered or faceted."""
+    found = set()
+    if isinstance(spec, dict):
+        mark = spec.get("mark")
+        if mark:
+            found.add(mark["type"] if isinstance(mark, dict) else mark)
+        for v in spec.values():
+            found |= _marks(v)
+    elif isinstance(spec, list):
+        for v in spec:
+            found |= _marks(v)
+    return found
 
 
 def headline(root: Path, model: str, task: str) -> float:
@@ -157,7 +266,8 @@ def test_html_in_a_model_name_is_shown_as_text(app):
     assert not at.exception
     title = at.title[0].value
     # Markdown shows a backslash-escaped character as itself: no tag can form
-    assert title == r"Model: \<img src=x onerror=alert\(1\)\>" and not re.search(r"(?<!\\)[<>]", title)
+    assert title == r"Model: \<img src=x onerror=alert\(1\)\>\!\[x\]\(x\)"
+    assert not re.search(r"(?<!\\)[<>\[\]()!]", title)
     assert "<script>" in at.dataframe[0].value["organisation"].iloc[0]  # shown as text in a cell
 
 
@@ -190,6 +300,106 @@ def test_dialogue_task_page_draws_activation_by_turn(app):
     by_turn = at.dataframe[1].value
     assert by_turn["group"].tolist() == ["1", "2", "3", "4", "5"]
     assert by_turn["value"].tolist() == pytest.approx([100 / 3, 100 / 3, 200 / 3, 200 / 3, 200 / 3])
+
+
+def test_model_page_draws_activation_by_turn_as_a_curve(app):
+    at = app
+    at.query_params["page"] = "Models"
+    at.query_params["model"] = "dialogue-fixture"
+    at.run()
+    assert not at.exception
+    charts = _charts(at)
+    assert len(charts) == 1 and "facet" not in charts[0], charts  # one curve, not a panel of bars per turn
+    assert {"line", "area"} <= _marks(charts[0]) and "bar" not in _marks(charts[0])
+
+
+def test_cards_no_table_can_hold_are_rejected_and_the_rest_show(odd_app):
+    at = odd_app.run()
+    assert not at.exception
+    assert set(at.dataframe[0].value["model"]) == set(ODD_SHOWN)
+    rejected = [t.value for t in at.sidebar.text]
+    for name in ODD_REFUSED:
+        assert any(r.startswith(f"{name}{os.sep}diasafety.json: cannot be shown: ") for r in rejected), (name, rejected)
+    assert len(rejected) == len(ODD_REFUSED)
+    frame = at.dataframe[0].value.set_index("model")
+    assert frame.loc["odd-parameters", "size"] == "unknown" and frame.loc["odd-parameters", "parameters"] == "1.2.3B"
+    at.sidebar.radio(key="page").set_value("Tasks").run()
+    at.selectbox(key="task_pick").set_value("diasafety").run()
+    assert not at.exception
+    assert "odd-markdown" in set(at.dataframe[0].value["model"])
+    for name in ODD_SHOWN:
+        at.sidebar.radio(key="page").set_value("Models").run()
+        at.selectbox(key="model_pick").set_value(name).run()
+        assert not at.exception, name
+
+
+def test_activation_curve_leaves_out_turns_that_are_not_numbers(odd_app):
+    at = odd_app
+    at.query_params["page"] = "Tasks"
+    at.query_params["task"] = "toxicchat"
+    at.run()
+    assert not at.exception
+    assert at.dataframe[1].value["group"].tolist() == ["1", "2", "3", "4", "5", "x"]  # the table shows every row
+    assert any("line" in _marks(c) for c in _charts(at))
+
+
+def test_sample_browser_reports_an_unreadable_samples_file(odd_app):
+    at = odd_app
+    at.query_params["page"] = "Models"
+    at.query_params["model"] = "odd-samples-bytes"
+    at.run()
+    assert not at.exception
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith("The samples file diasafety.samples.jsonl.gz cannot be read: ")
+    assert os.environ["BENCHMARK_SUBMISSIONS"] not in errors[0]  # named within the submissions folder
+
+
+def test_sample_browser_takes_samples_without_ids(odd_app, monkeypatch):
+    import gzip
+
+    def lenient(path):  # a reader that lets a sample without an id through
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    monkeypatch.setattr(S, "read_samples", lenient)
+    at = odd_app
+    at.query_params["page"] = "Models"
+    at.query_params["model"] = "odd-samples-ids"
+    at.run()
+    assert not at.exception and not at.error
+    samples = at.dataframe[-1].value
+    assert samples["id"].tolist() == ["", "", ""] and samples["prediction"].tolist() == ['"Safe"'] * 3
+
+
+def test_a_failing_load_is_shown_and_the_page_still_renders(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the loader broke on **this**")
+
+    monkeypatch.setattr(S, "load", broken)
+    monkeypatch.setenv("BENCHMARK_SUBMISSIONS", str(tmp_path))
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith("The score cards could not be loaded from ")
+    assert errors[0].endswith(r"RuntimeError\: the loader broke on \*\*this\*\*")  # the message, as text
+    assert at.title[0].value.startswith("Safety leaderboard") and any("No score card" in i.value for i in at.info)
+    at.sidebar.radio(key="page").set_value("Tasks").run()
+    assert not at.exception and at.title[0].value.startswith("Task: ")
+
+
+def test_expander_labels_escape_submitted_metric_names(odd_app):
+    at = odd_app
+    at.query_params["page"] = "Tasks"
+    at.query_params["task"] = "diasafety"
+    at.run()
+    assert not at.exception
+    labels = [e.label for e in at.main.get("expander")]
+    mine = [label for label in labels if "click" in label]
+    # Markdown shows a backslash-escaped character as itself: no link can form
+    assert mine == [r"table\: macro\_f1 by \[click\]\(https\://evil\)"], labels
+    assert not any(re.search(r"(?<!\\)[\[\]()<>*_]", label) for label in labels), labels
 
 
 def test_model_page_sample_browser_hides_texts_until_asked(app):
@@ -230,8 +440,7 @@ def test_submit_page_is_the_readmes_section(app):
 
 
 def test_csv_download_holds_the_table(fixture_root):
-    sys.path.insert(0, str(REPO / "leaderboard"))
-    import tables as T
+    T = _tables()
 
     cards = S.load(fixture_root).cards
     frame = T.overview(cards, S.task_registry())
@@ -239,6 +448,40 @@ def test_csv_download_holds_the_table(fixture_root):
     assert list(back.columns) == list(frame.columns)
     assert back["diasafety · macro_f1 ↑"].tolist() == pytest.approx(frame["diasafety · macro_f1 ↑"].tolist(),
                                                                      nan_ok=True)
+
+
+def test_csv_cells_cannot_start_a_formula():
+    T = _tables()
+    frame = pd.DataFrame({"=cmd|' /C calc'!A0": ["=HYPERLINK(\"http://x\")", "+1", "-2", "@SUM(A1)", "\tx", "a=b", ""],
+                          "value": [-1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]})
+    back = pd.read_csv(pd.io.common.BytesIO(T.to_csv(frame)), keep_default_na=False)
+    assert list(back.columns) == ["'=cmd|' /C calc'!A0", "value"]
+    assert back.iloc[:, 0].tolist() == ["'=HYPERLINK(\"http://x\")", "'+1", "'-2", "'@SUM(A1)", "'\tx", "a=b", ""]
+    assert back["value"].tolist() == [-1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]  # numbers stay numbers
+    assert T.to_csv(pd.DataFrame({"a": ["\rx"]})) == b"a\n'\rx\n"  # a carriage return would end the row on read
+
+
+def test_parameters_that_are_not_a_size_are_unknown():
+    T = _tables()
+    assert T.parse_size("1.2.3B") is None and T.size_bucket("1.2.3B") == "unknown"
+    assert T.parse_size("6.2B") == pytest.approx(6.2) and T.parse_size("<1M") == pytest.approx(1e-3)
+
+
+def test_class_f1_of_every_question(fixture_root):
+    T = _tables()
+    registry = S.task_registry()
+    cards = {c.card["model"]["name"]: c for c in S.load(fixture_root).cards}
+    ricota = cards["ricota-solar"]
+    frame = T.breakdown([ricota], registry["ricota"])
+    assert frame["by"].unique().tolist() == ["conversation_type · class F1", "test_purpose · class F1"]
+    for question in ("conversation_type", "test_purpose"):
+        per_class = ricota.card["breakdown"][question]["per_class"]
+        part = frame[frame["by"] == f"{question} · class F1"]
+        assert part["group"].tolist() == list(per_class)
+        assert part["value"].tolist() == pytest.approx([100 * v["f1"] for v in per_class.values()])
+    single = T.breakdown([cards["diasafety-detector"]], registry["diasafety"])
+    per_class = cards["diasafety-detector"].card["breakdown"]["per_class"]
+    assert single.loc[single["by"] == "class F1", "group"].tolist() == list(per_class)
 
 
 def test_the_hosted_app_needs_only_its_requirements():
@@ -353,8 +596,6 @@ def test_in_a_browser(fixture_root, tmp_path):
         row = texts.index("diasafety-detector")
         assert any(abs(float(t) - value) < 1e-6 for t in texts[row:row + 4] if t.replace(".", "").isdigit())
         assert HOSTILE in texts  # as text in a cell
-        assert not browser.find_elements(By.CSS_SELECTOR, 'img[src="x"]') and not browser.find_elements(
-            By.XPATH, "//script[contains(., 'alert(2)')]")
 
         link = wait.until(EC.element_to_be_clickable((By.LINK_TEXT, "Task page and definition")))
         link.click()
@@ -365,6 +606,16 @@ def test_in_a_browser(fixture_root, tmp_path):
         heading = browser.find_element(By.TAG_NAME, "h1").text
         assert heading.startswith("Task: diasafety")
         browser.save_screenshot(str(ARTIFACTS / "leaderboard-task.png"))
+
+        # the hostile model's page: its name is the title, which Streamlit renders as Markdown
+        browser.get(f"http://127.0.0.1:{port}/?page=Models&model={quote(HOSTILE, safe='')}")
+        wait.until(lambda d: any("Model: " in h.text for h in d.find_elements(By.TAG_NAME, "h1")))
+        wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, '[data-testid="stDataFrame"]')))
+        browser.save_screenshot(str(ARTIFACTS / "leaderboard-model.png"))
+        # an element made from the name's HTML would carry its onerror attribute, one from its Markdown is an image
+        # of src x (Streamlit renders Markdown images; it shows raw HTML as text)
+        assert not browser.find_elements(By.XPATH, "//*[@onerror] | //img[@src='x']")
+        assert browser.find_element(By.TAG_NAME, "h1").text == f"Model: {HOSTILE}"  # all of it, as text
     finally:
         if browser is not None:
             browser.quit()
