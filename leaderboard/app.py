@@ -221,14 +221,20 @@ def overview_page(cards: list, registry: dict) -> None:
                     f"{esc(task.get('description', ''))} [Task page and definition]({link('Tasks', task=t)})")
 
 
+def pick(label: str, names: list[str], param: str, key: str) -> str:
+    """A choice that a link can make (?param=value) and that the address keeps."""
+    wanted = st.query_params.get(param)
+    name = st.selectbox(label, names, index=names.index(wanted) if wanted in names else 0, key=key)
+    st.query_params[param] = name
+    return name
+
+
 def tasks_page(cards: list, registry: dict) -> None:
     names = sorted({c.card["task"]["name"] for c in cards}) or sorted(registry)
     if not names:
         st.info("No task definition could be read.")
         return
-    wanted = st.query_params.get("task")
-    name = st.selectbox("Task", names, index=names.index(wanted) if wanted in names else 0, key="task_pick")
-    st.query_params["task"] = name
+    name = pick("Task", names, "task", "task_pick")
     task = registry[name]
     arrow = "higher is better" if task.get("better", "higher") == "higher" else "lower is better"
     st.title(f"Task: {esc(name)}")
@@ -259,9 +265,7 @@ def models_page(cards: list, registry: dict) -> None:
     if not names:
         st.info("No model has an accepted score card.")
         return
-    wanted = st.query_params.get("model")
-    name = st.selectbox("Model", names, index=names.index(wanted) if wanted in names else 0, key="model_pick")
-    st.query_params["model"] = name
+    name = pick("Model", names, "model", "model_pick")
     mine = [c for c in cards if c.card["model"]["name"] == name]
     st.title(f"Model: {esc(name)}")
     meta = T.models_frame(mine).drop(columns=["model"])
