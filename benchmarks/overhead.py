@@ -1,7 +1,7 @@
 """How much time the suite adds to the model's own: DiaSafety through the suite against the same requests sent to the
 backend directly, where the suite's time goes, the suite against lm-eval, a rerun of a finished run, the bootstrap.
 
-    python benchmarks/overhead.py [--data-root ../shared/data] [--hf-limit 64] [--lmeval-limit 200] [--no-lmeval]
+    python benchmarks/overhead.py [--data-root ../shared/data] [--hf-limit 400] [--lmeval-limit 200] [--no-lmeval]
 
 (a) suite ÷ model: `runner.run` on the DiaSafety test split in a warm process (imports done, fresh results and
     cache folders), against the backend alone answering the same requests in the same chunks (loading included on

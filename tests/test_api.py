@@ -33,7 +33,7 @@ def test_ricota_through_the_api_keeps_korean_intact(compose, chat_server, tiny_m
 
 
 def test_failed_requests_are_recorded_and_the_run_goes_on(compose, chat_server, tiny_model, data_root, tmp_path):
-    # the server is up but has no such model: every request fails after lm-eval's retries
+    # the server is up but has no such model: every request fails at once (a 4xx is not retried)
     card, path = run(compose(*api_model(chat_server, tmp_path / "no-such-model"), "limit=2", "model.max_retries=1"))
     samples = [json.loads(line) for line in open(path.parent / "samples.jsonl")]
     assert card["run"]["failed"] == 2 and all(s["prediction"] == "invalid" for s in samples)

@@ -3,7 +3,6 @@ Retry-After, timeouts, concurrency, per-request failures, and how a run with fai
 
 from __future__ import annotations
 
-import itertools
 import json
 import threading
 import time
@@ -26,7 +25,7 @@ class FakeChatServer:
     "Safe". Records every request's arrival time and body, and the most requests it held at once."""
 
     def __init__(self, plan=lambda n, body, attempt: {}):
-        self.plan, self.requests, self.lock = plan, [], threading.Lock()
+        self.plan, self.requests, self.headers, self.lock = plan, [], [], threading.Lock()
         self.in_flight = self.max_in_flight = 0
         server = self
 
@@ -37,14 +36,15 @@ class FakeChatServer:
                     n = len(server.requests)
                     attempt = 1 + sum(b == body for _, b in server.requests)
                     server.requests.append((time.monotonic(), body))
+                    server.headers.append(dict(self.headers))
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
                     action = {"status": 200, "headers": {}, "delay": 0.0, "text": "Safe", **server.plan(n, body, attempt)}
                     time.sleep(action["delay"])
                     status = action["status"]
-                    data = json.dumps(completion(action["text"]) if status == 200 else
-                                      {"error": {"message": f"scripted {status}"}}).encode()
+                    data = json.dumps(action["raw"] if "raw" in action else completion(action["text"]) if status == 200
+                                      else {"error": {"message": f"scripted {status}"}}).encode()
                     self.send_response(status)
                     for key, value in {"Content-Type": "application/json", **action["headers"]}.items():
                         self.send_header(key, value)
@@ -93,8 +93,16 @@ def samples_of(path):
     return [json.loads(line) for line in (path.parent / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
-def test_429_and_503_are_retried_with_backoff_and_retry_after(compose, fake_api, data_root):
+def test_429_and_503_are_retried_with_backoff_and_retry_after(compose, fake_api, data_root, monkeypatch):
     # the first request: 429 (Retry-After: 1), then 503, then 502, then an answer; the others answer at once
+    from benchmark.models import api as api_module
+
+    waits = []
+
+    async def no_wait(seconds):  # record the waits asked for instead of waiting
+        waits.append(seconds)
+
+    monkeypatch.setattr(api_module, "pause", no_wait)
     first = {}
     plan = {1: {"status": 429, "headers": {"Retry-After": "1"}}, 2: {"status": 503}, 3: {"status": 502}}
     server = fake_api(lambda n, body, attempt: plan.get(attempt, {}) if first.setdefault("body", body) == body else {})
@@ -103,10 +111,8 @@ def test_429_and_503_are_retried_with_backoff_and_retry_after(compose, fake_api,
     samples = samples_of(path)
     assert [s["output"] for s in samples] == ["Safe"] * 3 and [s["prediction"] for s in samples] == ["Safe"] * 3
     assert len(server.requests) == 6 and server.max_in_flight == 1  # 4 attempts of the first, 1 of each other
-    times = [t for t, body in server.requests if body == first["body"]]
-    gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert len(gaps) == 3 and gaps[0] >= 0.95  # the 429's Retry-After: 1 wins over the 0.05 s backoff
-    assert 0.1 <= gaps[1] < 0.9 and 0.2 <= gaps[2] < 0.9  # then 0.05 s doubled: 0.1, 0.2 (plus up to 25% jitter)
+    assert len(waits) == 3 and waits[0] == 1.0  # the 429's Retry-After: 1 wins over the 0.05 s backoff
+    assert 0.1 <= waits[1] <= 0.125 and 0.2 <= waits[2] <= 0.25  # then 0.05 s doubled (plus up to 25% jitter)
 
 
 def test_timeouts_are_retried(compose, fake_api, data_root):
@@ -163,10 +169,42 @@ def test_one_failing_request_does_not_sink_the_others(compose, fake_api, data_ro
 
 @pytest.mark.parametrize("concurrent", [1, 4])
 def test_num_concurrent_reaches_the_server(compose, fake_api, data_root, concurrent):
-    server = fake_api(lambda n, body, attempt: {"delay": 0.15})
+    # the first `concurrent` requests are held until all of them have arrived: they must be in flight together
+    together = threading.Barrier(concurrent, timeout=30)
+
+    def plan(n, body, attempt):
+        if n < concurrent:
+            together.wait()
+        return {}
+
+    server = fake_api(plan)
     card, _ = run(compose(*api(server, f"model.num_concurrent={concurrent}"), "limit=8"))
     assert card["run"]["failed"] == 0 and len(server.requests) == 8
     assert server.max_in_flight == concurrent
+
+
+def test_no_key_is_sent_unless_the_config_names_one(compose, fake_api, data_root, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-" + "k" * 30)  # lm-eval's default would send this to any server
+    server = fake_api()
+    card, _ = run(compose(*api(server), "limit=1"))
+    assert card["run"]["failed"] == 0 and server.headers and all("Authorization" not in h for h in server.headers)
+    monkeypatch.setenv("MY_KEY", "secret-for-this-server")
+    run(compose(*api(server), "model.api_key_env=MY_KEY", "limit=2"))
+    assert server.headers[-1]["Authorization"] == "Bearer secret-for-this-server"
+
+
+@pytest.mark.parametrize("answer", [
+    {"choices": [{"message": None}]},
+    {"choices": [{"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "stop"}]},
+    {"choices": [{"index": 0, "message": {"role": "assistant", "content": 5}}]},
+])
+def test_a_malformed_answer_is_retried_then_failed_never_cached(compose, fake_api, data_root, answer):
+    server = fake_api(lambda n, body, attempt: {"raw": answer})
+    card, path = run(compose(*api(server, "model.max_retries=1"), "limit=1"))
+    assert len(server.requests) == 2 and card["run"]["failed"] == 1
+    assert "not a chat completion" in samples_of(path)[0]["error"] or "has no text" in samples_of(path)[0]["error"]
+    again, _ = run(compose(*api(server, "model.max_retries=1"), "limit=1"))
+    assert len(server.requests) == 4  # nothing was cached: asked again
 
 
 def test_bad_settings_name_the_key(compose, fake_api, data_root):

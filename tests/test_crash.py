@@ -102,3 +102,20 @@ def test_disk_full_mid_run_stops_with_a_message_and_the_rerun_resumes(compose, d
     assert card["run"]["resumed"] == 30 and card["run"]["model_calls"] == 10 and card["run"]["cache_hits"] == 0
     ref, _ = run(compose("limit=40", f"output_dir={tmp_path / 'ref'}", f"cache_dir={tmp_path / 'ref-cache'}"))
     assert card["metrics"] == ref["metrics"] and card["samples"] == ref["samples"]
+
+
+def test_a_second_run_into_the_same_folder_waits_for_none_and_says_why(compose, data_root, tmp_path):
+    """Two jobs that resolve to one run folder never write it at once: the second stops with a clear message."""
+    import fcntl
+
+    from benchmark import BenchmarkError
+    from benchmark.runner import run
+
+    out = tmp_path / "shared-run"
+    card, _ = run(compose("model=profanity-check", "limit=5", f"output_dir={out}"))
+    with open(out / ".lock", "w") as held:  # another process holding the folder
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(BenchmarkError, match="another run is writing .*shared-run now"):
+            run(compose("model=profanity-check", "limit=5", f"output_dir={out}"))
+    again, _ = run(compose("model=profanity-check", "limit=5", f"output_dir={out}"))  # free again: it resumes
+    assert again["metrics"] == card["metrics"] and again["run"]["model_calls"] == 0

@@ -168,3 +168,33 @@ def test_summary_table_shows_units_failed_requests_and_varying_overrides():
     assert rows["0"] == ["0", "m", "t", "seed=1", "unsafe_rate", "25.0% (3 failed requests)", "[20.0, 30.0]", "c0.json"]
     assert rows["1"] == ["1", "m", "u", "seed=2", "turns_to_activation", "2.50 turns", "[2.00, 3.25]", "c1.json"]
     assert lines[-2:] == ["failed jobs:", "  job 2 (m on v, seed=3): task v: no data"]
+
+
+KILLED_JOB_APP = '''
+import os
+
+import hydra
+
+
+@hydra.main(version_base="1.3", config_path=None, config_name=None)
+def main(cfg):
+    if cfg.x == 1:
+        os._exit(137)  # killed from outside, as the out-of-memory killer or a Slurm time limit would
+    return {"status": "ok", "model": "m", "task": "t", "headline": "h", "card": "c", "failed_requests": 0,
+            "metric": {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 2}}
+
+
+main()
+'''
+
+
+def test_a_killed_job_still_leaves_a_summary_of_the_others(tmp_path):
+    app = tmp_path / "app.py"
+    app.write_text(KILLED_JOB_APP)
+    out = subprocess.run(
+        [sys.executable, str(app), "--multirun", "+x=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+         f"hydra.sweep.dir={tmp_path / 'sweep'}", "+hydra.callbacks.summary._target_=benchmark.sweep.SweepSummary"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0
+    assert "the sweep stopped before every job reported" in out.stdout
+    assert "1 jobs, 1 finished, 0 failed" in out.stdout and "50.0%" in out.stdout

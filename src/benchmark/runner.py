@@ -33,7 +33,7 @@ def run_dir_for(cfg, manifest: dict) -> Path:
     if cfg.output_dir:
         return Path(cfg.output_dir).expanduser()
     # the same command on the same data always lands in the same folder, which is what lets a rerun resume
-    key = [manifest, cfg.limit, cfg.seed] + ([sorted(cfg.ids)] if cfg.ids else [])
+    key = [manifest, cfg.limit, cfg.seed, cfg.bootstrap] + ([sorted(cfg.ids)] if cfg.ids else [])
     run_id = sha256_json(key)[:12]
     return Path(cfg.results_dir) / cfg.model.name / cfg.task.name / run_id
 
@@ -87,10 +87,46 @@ def read_samples(path: Path) -> dict[str, dict]:
     return samples
 
 
+def _write_json(path: Path, data) -> None:
+    """Whole or not at all: a crash never leaves half a file that the next run cannot read."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise BenchmarkError(f"{path} is unreadable ({e}); remove it and rerun the same command to resume") from None
+
+
+_HELD: dict[str, object] = {}  # the lock of each folder this process runs in
+
+
+def _lock(run_dir: Path):
+    """One run at a time in a folder (two jobs of a sweep can resolve to the same one); held until the run ends.
+    A lock this process still holds from a run that stopped with an error is let go first."""
+    import fcntl
+
+    key = str(run_dir.resolve())
+    if key in _HELD:
+        _HELD.pop(key).close()
+    handle = open(run_dir / ".lock", "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise BenchmarkError(f"another run is writing {run_dir} now (the same model, task, data, limit, seed and "
+                             "bootstrap); wait for it, or give this one another output_dir") from None
+    _HELD[key] = handle
+    return handle
+
+
 def _check_manifest(run_dir: Path, manifest: dict) -> None:
     path = run_dir / "run.json"
     if path.exists():
-        old = json.loads(path.read_text())
+        old = _read_json(path)
         changed = [k for k in manifest if old.get(k) != manifest[k]]
         if changed:
             raise BenchmarkError(
@@ -98,7 +134,7 @@ def _check_manifest(run_dir: Path, manifest: dict) -> None:
                 "choose another output_dir or remove that folder"
             )
     else:
-        path.write_text(json.dumps(manifest, indent=2) + "\n")
+        _write_json(path, manifest)
 
 
 def _plain_task(task):
@@ -206,6 +242,7 @@ def run(cfg) -> tuple[dict, Path]:
         manifest["attacker_sha256"] = attacker_sha
     run_dir = run_dir_for(cfg, manifest)
     _prepare_dir(run_dir)
+    lock = _lock(run_dir)
     _check_manifest(run_dir, manifest)
     samples_path = run_dir / "samples.jsonl"
     done = {i: s for i, s in read_samples(samples_path).items() if s.get("error") is None}
@@ -217,7 +254,7 @@ def run(cfg) -> tuple[dict, Path]:
     panel: dict = {}
     # what each judge is and how well it measured, kept beside the samples so a finished run needs no judge loaded
     judge_facts_path = run_dir / "judges.json"
-    judge_facts = json.loads(judge_facts_path.read_text()) if judge_facts_path.exists() else {}
+    judge_facts = _read_json(judge_facts_path) if judge_facts_path.exists() else {}
     if pending:
         from tqdm import tqdm
 
@@ -226,7 +263,7 @@ def run(cfg) -> tuple[dict, Path]:
                                   cfg.seed) for key, j in judge_cfgs.items()}
         if panel:
             judge_facts = {key: judge.backend.describe() for key, judge in panel.items()}
-            judge_facts_path.write_text(json.dumps(judge_facts, indent=2, ensure_ascii=False) + "\n")
+            _write_json(judge_facts_path, judge_facts)
         judges = {step: [(key, panel[key]) for key in keys] for step, keys in voters.items()}
         backend = load_backend(model_cfg, cfg.allow_remote_code, cfg.data_root)
         model = CachedModel(backend, model_sha, cache, model_cfg, cfg.seed)
@@ -252,8 +289,10 @@ def run(cfg) -> tuple[dict, Path]:
 
     # one line per record, in record order: rewrite the log when retries or a wider earlier run left extra lines
     ordered = [done[r["id"]] for r in items]
-    if sum(1 for _ in open(samples_path, "rb")) != len(ordered):
-        tmp = samples_path.with_suffix(".jsonl.tmp")
+    with open(samples_path, "rb") as f:
+        lines_on_disk = sum(1 for _ in f)
+    if lines_on_disk != len(ordered):
+        tmp = samples_path.with_name(f".samples.{os.getpid()}.jsonl.tmp")
         try:
             with open(tmp, "w", encoding="utf-8") as f:
                 f.writelines(json.dumps(s, ensure_ascii=False) + "\n" for s in ordered)
@@ -325,4 +364,6 @@ def run(cfg) -> tuple[dict, Path]:
     except OSError as e:
         raise BenchmarkError(f"could not write {card_path}: {e.strerror or e}; make room and rerun the same "
                              "command: it makes no model call") from None
+    _HELD.pop(str(run_dir.resolve()), None)
+    lock.close()
     return card, card_path

@@ -9,6 +9,7 @@ conf/hydra/launcher/, which extend the plugins' `joblib`, `submitit_local` and `
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import socket
@@ -113,8 +114,21 @@ class SweepSummary(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # a sweep folder given twice (hydra.sweep.dir=DIR) must not summarise the jobs of the earlier sweep
-        for path in _job_files(Path(str(config.hydra.sweep.dir))):
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        for path in _job_files(sweep_dir):
             path.unlink(missing_ok=True)
+        # a job killed from outside (out of memory, SIGKILL, a Slurm time limit) stops the launcher with an error
+        # and Hydra never calls on_multirun_end: the jobs that did finish are still summarised on the way out
+        self._summarised = False
+        atexit.register(self._summary_on_exit, sweep_dir)
+
+    def _summary_on_exit(self, sweep_dir: Path) -> None:
+        if self._summarised:
+            return
+        jobs = read_jobs(sweep_dir)
+        print("\n" + summary_table(jobs, sweep_dir) + "\nthe sweep stopped before every job reported: a job was "
+              "killed (out of memory, a signal, a time limit) or the launcher failed; the jobs without a line above "
+              "left no result. Rerun the same command: finished runs resume without model calls.", flush=True)
 
     def on_job_end(self, config: DictConfig, job_return, **kwargs: Any) -> None:
         if config.hydra.mode != RunMode.MULTIRUN:
@@ -134,6 +148,7 @@ class SweepSummary(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global failed_jobs
+        self._summarised = True
         sweep_dir = Path(str(config.hydra.sweep.dir))
         jobs = read_jobs(sweep_dir)
         failed_jobs = sum(1 for j in jobs if j.get("status") != "ok")

@@ -29,6 +29,11 @@ MAX_WAIT_S = 60.0  # the longest wait of the doubling backoff
 MAX_RETRY_AFTER_S = 300.0  # the longest Retry-After honoured
 
 
+async def pause(seconds: float) -> None:
+    """The wait before a retry (one place, so tests can see the waits asked for without waiting)."""
+    await asyncio.sleep(seconds)
+
+
 class HTTPStatusError(Exception):
     def __init__(self, status: int, reason: str, body: str, retry_after: str | None):
         self.status, self.retry_after = status, retry_after
@@ -73,6 +78,11 @@ class ChatCompletions(LocalChatCompletion):
         super().__init__(**kwargs)
         self.retry_wait = float(retry_wait)
 
+    @property
+    def header(self) -> dict:
+        """Only what the model config asks for: lm-eval's own default would send $OPENAI_API_KEY to any server."""
+        return dict(self._header or {})
+
     def generate_until(self, requests, disable_tqdm: bool = True) -> list:
         jobs = [(context, dict(gen_kwargs)) for context, gen_kwargs in (r.args[:2] for r in requests)]
         return asyncio.run(self._generate_all(jobs))
@@ -81,7 +91,9 @@ class ChatCompletions(LocalChatCompletion):
         limit = max(self._concurrent, 1)
         connector = aiohttp.TCPConnector(limit=limit, ssl=self.verify_certificate)
         gate = asyncio.Semaphore(limit)
-        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout)) as s:
+        # trust_env: the HTTP(S)_PROXY settings apply, as they do to the reachability check
+        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout),
+                                         trust_env=True) as s:
             return await asyncio.gather(*(self._with_retries(s, gate, context, kw) for context, kw in jobs))
 
     async def _with_retries(self, session, gate, context, gen_kwargs):
@@ -95,7 +107,7 @@ class ChatCompletions(LocalChatCompletion):
                     return Failure(f"{describe(e, self.timeout)} (after {attempt} attempts)")
                 wait = min(self.retry_wait * 2 ** (attempt - 1), MAX_WAIT_S) * (1 + random.random() / 4)
                 wait = max(wait, _retry_after(e) or 0.0)
-                await asyncio.sleep(wait)
+                await pause(wait)
 
     async def _post(self, session, gate, context, gen_kwargs) -> str:
         gen_kwargs = copy.deepcopy(gen_kwargs)
@@ -112,7 +124,13 @@ class ChatCompletions(LocalChatCompletion):
             outputs = json.loads(raw)
         except ValueError:
             raise MalformedAnswer(f"the server's answer is not JSON: {raw[:200]!r}") from None
-        if not isinstance(outputs, dict) or not outputs.get("choices"):
-            raise MalformedAnswer(f"the server's answer has no choices: {json.dumps(outputs)[:200]}")
-        text = self.parse_generations(outputs=outputs)[0]
-        return LMEVAL_MODEL_NONE_ANSWER_PLACEHOLDER if text is None else text
+        try:
+            choice = outputs["choices"][0]
+            text = choice["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise MalformedAnswer(f"the server's answer is not a chat completion: {json.dumps(outputs)[:200]}") from None
+        if text is None and choice.get("finish_reason") in ("content_filter", "length"):
+            return LMEVAL_MODEL_NONE_ANSWER_PLACEHOLDER  # the server answered with nothing, and said why
+        if not isinstance(text, str):
+            raise MalformedAnswer(f"the server's answer has no text: {json.dumps(outputs)[:200]}")
+        return text
