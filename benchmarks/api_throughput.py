@@ -18,14 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,30 +29,6 @@ sys.path.insert(0, str(REPO / "tests"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-
-def start_server(model_dir: Path, extra: list[str], log_path: Path, threads: int) -> tuple[subprocess.Popen, str]:
-    """`transformers serve MODEL` on a free port of 127.0.0.1 with `threads` torch threads; returns the process and
-    the chat completions URL."""
-    exe = shutil.which("transformers")
-    if exe is None:
-        sys.exit("the `transformers` command is not installed (pip install 'transformers[serving]')")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with open(log_path, "w") as log:  # the server writes to its own copy of the file handle
-        proc = subprocess.Popen([exe, "serve", str(model_dir), "--host", "127.0.0.1", "--port", str(port), *extra],
-                                stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "OMP_NUM_THREADS": str(threads)})
-    for _ in range(240):
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
-            return proc, f"http://127.0.0.1:{port}/v1/chat/completions"
-        except OSError:
-            if proc.poll() is not None:
-                sys.exit(f"transformers serve exited: {log_path.read_text()[-2000:]}")
-            time.sleep(0.5)
-    proc.terminate()
-    sys.exit("transformers serve did not answer /health within 120 s")
 
 
 def data_root_for(args, work: Path) -> tuple[Path, str]:
@@ -86,7 +58,7 @@ def main() -> None:
     import logging
 
     logging.getLogger("lm_eval").setLevel(logging.ERROR)
-    from conftest import build_tiny_model
+    from conftest import ServeError, build_tiny_model, start_chat_server
 
     from benchmark import runner
     from benchmark.runner import run
@@ -97,7 +69,11 @@ def main() -> None:
         model_dir = build_tiny_model(work / "tiny-llama")
         root, source = data_root_for(args, work)
         serve_flags = ["--continuous-batching"] if args.continuous_batching else []
-        proc, url = start_server(model_dir, serve_flags, work / "serve.log", args.server_threads)
+        try:
+            proc, url = start_chat_server(model_dir, work / "serve.log", tuple(serve_flags),
+                                          {"OMP_NUM_THREADS": str(args.server_threads)})
+        except ServeError as e:
+            sys.exit(str(e))
         try:
             base = ["model=openai-chat", f"model.base_url={url}", f"model.served_model={model_dir}",
                     "model.api_key_env=null", f"model.generation.max_new_tokens={args.gen_toks}", "task=diasafety",

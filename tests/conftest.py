@@ -85,9 +85,14 @@ def build_tiny_model(out: Path) -> Path:
     return out
 
 
-@pytest.fixture(scope="session")
-def chat_server(tiny_model):
-    """`transformers serve` on 127.0.0.1 with the tiny model: a real OpenAI-compatible endpoint."""
+class ServeError(RuntimeError):
+    pass
+
+
+def start_chat_server(model_dir: Path, log_path: Path, extra: tuple[str, ...] = (),
+                      env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    """`transformers serve MODEL` on a free port of 127.0.0.1, once it answers /health: the process and the chat
+    completions URL (the tests' server and benchmarks/api_throughput.py's)."""
     import shutil
     import socket
     import time
@@ -95,29 +100,41 @@ def chat_server(tiny_model):
 
     exe = shutil.which("transformers")
     if exe is None:
-        pytest.skip("the `transformers` command is not installed (pip install 'transformers[serving]')")
+        raise ServeError("the `transformers` command is not installed (pip install 'transformers[serving]')")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    log = open(tiny_model / "serve.log", "w")
-    proc = subprocess.Popen([exe, "serve", str(tiny_model), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
+    with open(log_path, "w") as log:  # the server writes to its own copy of the file handle
+        proc = subprocess.Popen([exe, "serve", str(model_dir), "--host", "127.0.0.1", "--port", str(port), *extra],
+                                stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    for _ in range(240):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+            return proc, f"http://127.0.0.1:{port}/v1/chat/completions"
+        except OSError:
+            if proc.poll() is not None:
+                raise ServeError(f"transformers serve exited: {log_path.read_text()[-2000:]}") from None
+            time.sleep(0.5)
+    proc.terminate()
+    raise ServeError("transformers serve did not answer /health within 120 s")
+
+
+@pytest.fixture(scope="session")
+def chat_server(tiny_model):
+    """`transformers serve` on 127.0.0.1 with the tiny model: a real OpenAI-compatible endpoint."""
+    import shutil
+
+    if shutil.which("transformers") is None:
+        pytest.skip("the `transformers` command is not installed (pip install 'transformers[serving]')")
     try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail(f"transformers serve exited: {(tiny_model / 'serve.log').read_text()[-2000:]}")
-                time.sleep(0.5)
-        else:
-            pytest.fail("transformers serve did not answer /health within 60 s")
-        yield f"http://127.0.0.1:{port}/v1/chat/completions"
+        proc, url = start_chat_server(tiny_model, tiny_model / "serve.log")
+    except ServeError as e:
+        pytest.fail(str(e))
+    try:
+        yield url
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-        log.close()
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 from . import BenchmarkError, __version__, scorecard
 from .cache import ResponseCache
 from .data import load_records
+from .files import write_json
 from .hashing import sha256_json
 from .kinds import make_kind
 from .models import load_backend, model_sha256
@@ -87,13 +88,6 @@ def read_samples(path: Path) -> dict[str, dict]:
     return samples
 
 
-def _write_json(path: Path, data) -> None:
-    """Whole or not at all: a crash never leaves half a file that the next run cannot read."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _read_json(path: Path):
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -134,7 +128,7 @@ def _check_manifest(run_dir: Path, manifest: dict) -> None:
                 "choose another output_dir or remove that folder"
             )
     else:
-        _write_json(path, manifest)
+        write_json(path, manifest)
 
 
 def _plain_task(task):
@@ -263,7 +257,7 @@ def run(cfg) -> tuple[dict, Path]:
                                   cfg.seed) for key, j in judge_cfgs.items()}
         if panel:
             judge_facts = {key: judge.backend.describe() for key, judge in panel.items()}
-            _write_json(judge_facts_path, judge_facts)
+            write_json(judge_facts_path, judge_facts)
         judges = {step: [(key, panel[key]) for key in keys] for step, keys in voters.items()}
         backend = load_backend(model_cfg, cfg.allow_remote_code, cfg.data_root)
         model = CachedModel(backend, model_sha, cache, model_cfg, cfg.seed)

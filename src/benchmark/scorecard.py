@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-import os
 import platform
 import subprocess
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import jsonschema
 
 from . import BenchmarkError, __version__
+from .files import write_json
 from .paths import REPO_ROOT, SCHEMA_FILE
 
 SCHEMA_VERSION = 1
@@ -72,6 +72,4 @@ def git_commit() -> str | None:
 def write(card: dict, path: Path) -> None:
     """Validate, then write atomically (a crash never leaves half a card)."""
     validate(card, str(path))
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_json(path, card)

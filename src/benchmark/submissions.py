@@ -54,7 +54,7 @@ ALLOWED_ARGS = {"tensor_parallel_size", "data_parallel_size", "gpu_memory_utiliz
 MAX_CONFIG_BYTES = 64 * 1024
 MAX_CARD_BYTES = 16 * 2**20
 MAX_SAMPLE_LINE = 4 * 2**20  # one sample's JSON, decompressed
-VERIFIER_KEYS = REPO_ROOT / "submissions" / "verifier_keys.json"
+VERIFIER_KEYS = SUBMISSIONS_DIR / "verifier_keys.json"
 
 
 @dataclass
@@ -728,23 +728,33 @@ def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code
     root = Path(root)
     folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
     for folder in folders:
-        config, problems = load_model_folder(folder, allow_remote_code, thorough)
-        cards = sorted(folder.glob("*" + CARD_SUFFIX))
-        if not cards:
-            problems.append(Problem(str(folder), "", "holds no score card"))
-        for path in cards:
-            if config is None:
-                out.rejected.append(Problem(str(path), "", f"its folder's {MODEL_FILE} was rejected"))
-                continue
-            try:
-                card = _read_card(path)
-            except BenchmarkError as e:
-                out.rejected.append(Problem(str(path), "", str(e).removeprefix(f"{path}: ")))
-                continue
-            card_problems = check_card(path, card, config, thorough, allow_remote_code)
-            if card_problems:
-                out.rejected += card_problems
-            else:
-                out.cards.append(Card(path, card, config))
-        out.rejected += problems
+        one = load_folder(folder, thorough, allow_remote_code)
+        out.cards += one.cards
+        out.rejected += one.rejected
+    return out
+
+
+def load_folder(folder: Path, thorough: bool = False, allow_remote_code: bool = False,
+                only: Path | None = None) -> Loaded:
+    """One model folder (or, with `only`, one card of it): its accepted cards and the problems of the others."""
+    out = Loaded()
+    config, problems = load_model_folder(folder, allow_remote_code, thorough)
+    cards = [only] if only is not None else sorted(folder.glob("*" + CARD_SUFFIX))
+    if not cards:
+        problems.append(Problem(str(folder), "", "holds no score card"))
+    for path in cards:
+        if config is None:
+            out.rejected.append(Problem(str(path), "", f"its folder's {MODEL_FILE} was rejected"))
+            continue
+        try:
+            card = _read_card(path)
+        except BenchmarkError as e:
+            out.rejected.append(Problem(str(path), "", str(e).removeprefix(f"{path}: ")))
+            continue
+        card_problems = check_card(path, card, config, thorough, allow_remote_code)
+        if card_problems:
+            out.rejected += card_problems
+        else:
+            out.cards.append(Card(path, card, config))
+    out.rejected += problems
     return out

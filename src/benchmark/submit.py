@@ -21,12 +21,7 @@ import yaml
 
 from . import BenchmarkError, __version__
 from . import submissions as S
-
-
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+from .files import write_json
 
 
 def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None = None) -> Path:
@@ -66,7 +61,7 @@ def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None =
         card["samples"] = {"file": samples_file.name, "sha256": sha, "n": len(samples)}
         (staged / S.MODEL_FILE).write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True),
                                            encoding="utf-8")
-        _write_json(staged / (task + S.CARD_SUFFIX), card)
+        write_json(staged / (task + S.CARD_SUFFIX), card)
         problems = S.check_card(staged / (task + S.CARD_SUFFIX), card, config)
         if problems:
             raise BenchmarkError("the packaged card does not validate:\n  " + "\n  ".join(map(str, problems)))
@@ -81,35 +76,17 @@ def validate(paths: list[Path], allow_remote_code: bool = False) -> tuple[int, l
     valid, problems = 0, []
     for path in paths:
         if path.is_file():
-            config, folder_problems = S.load_model_folder(path.parent, allow_remote_code)
-            problems += folder_problems
-            try:
-                card = S._read_card(path)
-            except BenchmarkError as e:
-                problems.append(S.Problem(str(path), "", str(e).removeprefix(f"{path}: ")))
-                continue
-            card_problems = S.check_card(path, card, config, True, allow_remote_code)
-            problems += card_problems
-            valid += not card_problems and not folder_problems
-            continue
-        if not path.is_dir():
+            loaded = S.load_folder(path.parent, True, allow_remote_code, only=path)
+        elif not path.is_dir():
             problems.append(S.Problem(str(path), "", "no such file or folder"))
             continue
         # a submissions folder holds model folders; a model folder holds only files
-        if not any(p.is_dir() for p in path.iterdir() if not p.name.startswith(".")):
-            config, folder_problems = S.load_model_folder(path, allow_remote_code)
-            problems += folder_problems
-            cards = sorted(path.glob("*" + S.CARD_SUFFIX))
-            if not cards:
-                problems.append(S.Problem(str(path), "", "holds no score card"))
-            for card_path in cards if config is not None else []:
-                n, card_problems = validate([card_path], allow_remote_code)
-                valid += n
-                problems += [p for p in card_problems if p not in folder_problems]
-            continue
-        loaded = S.load(path, thorough=True, allow_remote_code=allow_remote_code)
-        if not loaded.cards and not loaded.rejected:
-            problems.append(S.Problem(str(path), "", "holds no model folder"))
+        elif not any(p.is_dir() for p in path.iterdir() if not p.name.startswith(".")):
+            loaded = S.load_folder(path, True, allow_remote_code)
+        else:
+            loaded = S.load(path, thorough=True, allow_remote_code=allow_remote_code)
+            if not loaded.cards and not loaded.rejected:
+                problems.append(S.Problem(str(path), "", "holds no model folder"))
         valid += len(loaded.cards)
         problems += loaded.rejected
     return valid, problems
@@ -143,12 +120,11 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
     from .runner import read_samples, run
     from .schema import JudgeConfig, compose
 
-    config, problems = S.load_model_folder(card_path.parent, allow_remote_code)
-    card = S._read_card(card_path)
-    problems += S.check_card(card_path, card, config, True, allow_remote_code)
-    if problems:
+    loaded = S.load_folder(card_path.parent, True, allow_remote_code, only=card_path)
+    if loaded.rejected:
         raise BenchmarkError("the card does not validate; fix it before verifying:\n  " +
-                             "\n  ".join(map(str, problems)))
+                             "\n  ".join(map(str, loaded.rejected)))
+    card, config = loaded.cards[0].card, loaded.cards[0].model_config
     if n < 1:
         raise BenchmarkError(f"--n {n}: re-run at least one record")
     # drawn now unless given: a submitter cannot know in advance which records will be checked
@@ -197,7 +173,7 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
     result["card_sha256"] = S.card_sha256(card)
     if key is not None:
         card["verification"] = result = S.sign(card, result, key)
-        _write_json(card_path, card)
+        write_json(card_path, card)
     return result
 
 

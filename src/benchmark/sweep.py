@@ -22,6 +22,8 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from .files import write_json
+
 JOB_FILE = "job.json"
 failed_jobs = 0  # failed jobs of the last sweep this process summarised; `python -m benchmark` exits 1 when any
 
@@ -40,12 +42,6 @@ def job_result(cfg, card: dict | None = None, card_path: Path | None = None, err
     result.update(model=card["model"]["name"], task=card["task"]["name"], headline=headline,
                   metric=card["metrics"].get(headline), card=str(card_path), failed_requests=card["run"]["failed"])
     return result
-
-
-def _write_json(path: Path, obj: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _job_files(sweep_dir: Path) -> list[Path]:
@@ -144,7 +140,7 @@ class SweepSummary(Callback):
                       host=socket.gethostname(), pid=os.getpid())
         out = Path(str(config.hydra.runtime.output_dir))
         out.mkdir(parents=True, exist_ok=True)
-        _write_json(out / JOB_FILE, result)
+        write_json(out / JOB_FILE, result)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global failed_jobs
