@@ -53,7 +53,8 @@ class ModelConfig:
     name: str = MISSING
     # hf | local-chat-completions | vllm (lm-eval backends) or a suite backend: profanity-check | replay
     backend: str = MISSING
-    pretrained: Optional[str] = None  # hub id or local path (hf, vllm)
+    pretrained: Optional[str] = None  # hub id, local path, or pip:DIST (weights shipped in a pip package) (hf, vllm)
+    gguf_file: Optional[str] = None  # hf: GGUF weights, a file in `pretrained` (dequantised by transformers on load)
     revision: Optional[str] = None
     trust_remote_code: bool = False  # refused unless the command line says allow_remote_code=true
     dtype: str = "auto"

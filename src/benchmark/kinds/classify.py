@@ -24,6 +24,7 @@ from .common import render_messages, variables
 INVALID = "invalid"
 _PREFIX = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?(?:answer|label|category|class|prediction)\s*(?:is)?\s*[:\-=]?\s*", re.I)
 _STRIP = " \t\r\n.,;:!?\"'`*_()[]{}<>"
+_NEGATION = re.compile(r"(?<![\w-])(?:not|never|no|isn't|wasn't|aren't)\s+(?:(?:a|an|the)\s+)?(?=\w)", re.I)
 _NUMBER = re.compile(r"^\s*\(?(\d{1,2})\)?(?:[.)]|번)?\s*$")
 
 
@@ -84,12 +85,16 @@ class LabelParser:
         spans = []
         for pattern, name in self.patterns:
             spans += [(m.start(), m.end(), name) for m in pattern.finditer(text)]
+        # a longer mention wins where two overlap ("not safe" over "safe"); a mention negated by the words before it
+        # ("is not a safe response", "isn't Offending User") is claimed but names nothing
+        negated = {m.end(): m.start() for m in _NEGATION.finditer(text)}
+        spans += [(negated[s[0]], s[1], None) for s in list(spans) if s[0] in negated]
         spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
         taken: list[tuple[int, int, str]] = []
         for s in spans:
             if all(s[1] <= t[0] or s[0] >= t[1] for t in taken):
                 taken.append(s)
-        found = {name for _, _, name in taken}
+        found = {name for _, _, name in taken if name is not None}
         fine = found & self.fine
         if len(fine) == 1:
             label = fine.pop()

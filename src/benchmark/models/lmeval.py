@@ -11,6 +11,7 @@ import os
 
 from .. import BenchmarkError
 from .base import Backend
+from .weights import load_error, locate
 
 API_BACKENDS = {"local-chat-completions"}
 
@@ -41,8 +42,10 @@ def _backend_kwargs(cfg) -> dict:
     else:
         if not cfg.pretrained:
             raise BenchmarkError(f"model {cfg.name}: backend {cfg.backend} needs model.pretrained (a hub id or a local path)")
+        if cfg.gguf_file and cfg.backend != "hf":
+            raise BenchmarkError(f"model {cfg.name}: model.gguf_file is read by backend hf only, not {cfg.backend}")
         kwargs = dict(
-            pretrained=cfg.pretrained,
+            pretrained=locate(cfg),
             trust_remote_code=cfg.trust_remote_code,
             dtype=cfg.dtype,
             batch_size=cfg.batch_size,
@@ -53,6 +56,8 @@ def _backend_kwargs(cfg) -> dict:
             kwargs["max_length"] = cfg.max_length
         if cfg.backend == "hf":
             kwargs["device"] = cfg.device
+        if cfg.gguf_file:
+            kwargs["gguf_file"] = cfg.gguf_file
     kwargs.update(cfg.args)
     return kwargs
 
@@ -138,15 +143,19 @@ class LMEvalBackend(Backend):
             except Exception as e:  # a broken install, an unknown name
                 raise BenchmarkError(f"model {cfg.name}: lm-eval backend {cfg.backend!r} is unavailable: {e}") from None
         self.cfg = cfg
+        self._generator = None  # backend hf: the prefix-caching generator, made on first use
         kwargs = _backend_kwargs(cfg)
         if cfg.backend in API_BACKENDS:
             check_reachable(cfg)
         try:
             self.lm = cls(**kwargs)
-        except OSError as e:  # weights not found locally and no hub
-            where = cfg.pretrained or cfg.base_url
-            raise BenchmarkError(f"model {cfg.name}: could not load {where}: {str(e).splitlines()[0]}") from None
         except Exception as e:
+            gguf = load_error(cfg, e)
+            if gguf is not None:
+                raise gguf from None
+            if isinstance(e, OSError):  # weights not found locally and no hub
+                where = cfg.pretrained or cfg.base_url
+                raise BenchmarkError(f"model {cfg.name}: could not load {where}: {str(e).splitlines()[0]}") from None
             raise remote_code_error(cfg, e) or e
 
     def _translated(self, call, *args):
@@ -175,9 +184,12 @@ class LMEvalBackend(Backend):
         return super().supports(op)
 
     def generate(self, conversations, generation, seeds=None):
-        """API backends send each sampled request its own seed (`seeds`); local ones draw from torch's generator.
-        A failed API request comes back as a Failure in its place."""
+        """Sampled requests carry their own seeds (`seeds`): API backends send each with its request; `hf` seeds each
+        request's own generator (models/generation.py). A failed API request comes back as a Failure in its place."""
         from lm_eval.api.instance import Instance
+
+        if self.cfg.backend == "hf":
+            return self._translated(lambda: self._hf_generate(conversations, generation, seeds))
 
         kwargs = {
             "until": list(generation.get("until") or []),
@@ -197,6 +209,17 @@ class LMEvalBackend(Backend):
             for i, m in enumerate(conversations)
         ]
         return list(self._translated(lambda: self.lm.generate_until(requests, disable_tqdm=True)))
+
+    def _hf_generate(self, conversations, generation, seeds):
+        from .generation import PrefixCachedGenerator, request_seed
+
+        if self._generator is None:
+            self._generator = PrefixCachedGenerator(self.lm.model, self.lm.tokenizer, self.cfg.batch_size,
+                                                    self.lm.max_length)
+        contexts = [self._context(m) for m in conversations]
+        if seeds is not None:
+            seeds = [request_seed(seed, context) for seed, context in zip(seeds, contexts)]
+        return self._generator.generate([self.lm.tok_encode(c) for c in contexts], generation, seeds)
 
     def loglikelihood(self, pairs):
         from lm_eval.api.instance import Instance
