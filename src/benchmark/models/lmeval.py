@@ -11,7 +11,7 @@ import os
 
 from .. import BenchmarkError
 from .base import Backend
-from .weights import load_error, locate
+from .weights import dequantised, load_error, locate
 
 API_BACKENDS = {"local-chat-completions"}
 
@@ -45,7 +45,7 @@ def _backend_kwargs(cfg) -> dict:
         if cfg.gguf_file and cfg.backend != "hf":
             raise BenchmarkError(f"model {cfg.name}: model.gguf_file is read by backend hf only, not {cfg.backend}")
         kwargs = dict(
-            pretrained=locate(cfg),
+            pretrained=str(dequantised(cfg)) if cfg.gguf_file else locate(cfg),
             trust_remote_code=cfg.trust_remote_code,
             dtype=cfg.dtype,
             batch_size=cfg.batch_size,
@@ -56,8 +56,6 @@ def _backend_kwargs(cfg) -> dict:
             kwargs["max_length"] = cfg.max_length
         if cfg.backend == "hf":
             kwargs["device"] = cfg.device
-        if cfg.gguf_file:
-            kwargs["gguf_file"] = cfg.gguf_file
     kwargs.update(cfg.args)
     return kwargs
 
@@ -144,7 +142,12 @@ class LMEvalBackend(Backend):
                 raise BenchmarkError(f"model {cfg.name}: lm-eval backend {cfg.backend!r} is unavailable: {e}") from None
         self.cfg = cfg
         self._generator = None  # backend hf: the prefix-caching generator, made on first use
-        kwargs = _backend_kwargs(cfg)
+        try:
+            kwargs = _backend_kwargs(cfg)
+        except BenchmarkError:
+            raise
+        except Exception as e:  # GGUF weights that cannot be read
+            raise load_error(cfg, e) or e from None
         if cfg.backend in API_BACKENDS:
             check_reachable(cfg)
         try:
