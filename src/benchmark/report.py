@@ -42,6 +42,17 @@ def _failures(card: dict, card_path) -> str | None:
             "command to ask them again (samples.jsonl has every error).")
 
 
+def judge_quality(judge: dict) -> str:
+    """The judge's measured agreement with human labels, one phrase per set: "unsafe F1 on diasafety 49.0 …"."""
+    measured = judge.get("measured")
+    if not isinstance(measured, dict):
+        return "quality not measured"
+    parts = [f"{name}: F1 {_pct(m['f1']['value']).strip()}, precision {_pct(m['precision']['value']).strip()}, "
+             f"recall {_pct(m['recall']['value']).strip()}"
+             for name, m in measured.items() if isinstance(m, dict)]
+    return "unsafe class on " + "; ".join(parts) if parts else "quality not measured"
+
+
 def table(card: dict, card_path) -> str:
     task, model, run = card["task"], card["model"], card["run"]
     lines = [
@@ -69,17 +80,14 @@ def table(card: dict, card_path) -> str:
     if isinstance(records, dict) and "scored" in records:  # attack tasks
         lines.append(f"records scored: {records['scored']} of {records['total']} ({records['unmatched']} without "
                      f"recorded responses, {records['failed']} failed); responses judged: {breakdown['responses']}")
-        for judge in card.get("judges", []):
-            measured = judge.get("measured")
-            quality = (f"DiaSafety test coarse macro F1 {_pct(measured['coarse_macro_f1']).strip()}"
-                       if isinstance(measured, dict) and "coarse_macro_f1" in measured else "quality not measured")
-            lines.append(f"judge {judge['step']}: {judge['name']} ({judge['backend']}; {quality})")
-        lines.append("")
     convs = breakdown.get("conversations")
     if isinstance(convs, dict):  # dialogue attacks
         turns = breakdown["turns"]
         lines.append(f"conversations scored: {convs['scored']} of {convs['total']} ({convs['failed']} failed); "
                      f"turns played: {turns['played']} (budget {turns['budget']} each, stop: {turns['stop']})")
+    for judge in card.get("judges", []):
+        lines.append(f"judge {judge['step']}: {judge['name']} ({judge['backend']}; {judge_quality(judge)})")
+    if isinstance(records, dict) and "scored" in records or isinstance(convs, dict):
         lines.append("")
     width = max(len(m) for m in card["metrics"]) + 2
     lines.append(f"{'metric':<{width}} value (%)   95% CI")

@@ -160,6 +160,18 @@ def _judge_panel(cfg, kind) -> tuple[dict[str, list[str]], dict]:
     return voters, {v: cfg.judge.models[v] for vs in voters.values() for v in vs}
 
 
+def _judge_facts(judge: CachedModel, cfg) -> dict:
+    """What a card records about a judge: the backend's own facts and, for a classifier, its measured agreement with
+    human labels (validity.py)."""
+    from .validity import measure
+
+    facts = judge.backend.describe()
+    if judge.backend.supports("classify"):  # through the judge's cache, but not counted as the run's judge calls
+        asked = CachedModel(judge.backend, judge.sha, judge.cache, judge.config, judge.seed)
+        facts["measured"] = measure(asked, cfg.data_root, cfg.bootstrap, cfg.seed)
+    return facts
+
+
 def _attacker(cfg, kind):
     if not getattr(kind, "needs_attacker", False):
         return None
@@ -253,25 +265,27 @@ def run(cfg) -> tuple[dict, Path]:
     # what each judge is and how well it measured, kept beside the samples so a finished run needs no judge loaded
     judge_facts_path = run_dir / "judges.json"
     judge_facts = _read_json(judge_facts_path) if judge_facts_path.exists() else {}
-    if pending:
-        from tqdm import tqdm
+    loaded: dict = {}  # one backend per distinct model: a target that is also the attacker or a judge loads once
 
+    def backend(config):
+        # generation settings travel with each request, so they do not make another backend
+        key = sha256_json([{k: v for k, v in OmegaConf.to_container(config, resolve=True).items()
+                            if k not in ("name", "metadata", "generation")}, cfg.allow_remote_code, cfg.data_root])
+        if key not in loaded:
+            loaded[key] = _KEPT.get(key) or load_backend(config, cfg.allow_remote_code, cfg.data_root)
+        return loaded[key]
+
+    # a run whose judges.json is missing measures its judges again, even when every sample is done
+    if pending or (judge_cfgs and not judge_facts_path.exists()):
         _seed(cfg.seed, [model_cfg, *judge_cfgs.values(), *([attacker_cfg] if attacker_cfg is not None else [])])
-        loaded: dict = {}  # one backend per distinct model: a target that is also the attacker or a judge loads once
-
-        def backend(config):
-            # generation settings travel with each request, so they do not make another backend
-            key = sha256_json([{k: v for k, v in OmegaConf.to_container(config, resolve=True).items()
-                                if k not in ("name", "metadata", "generation")}, cfg.allow_remote_code, cfg.data_root])
-            if key not in loaded:
-                loaded[key] = _KEPT.get(key) or load_backend(config, cfg.allow_remote_code, cfg.data_root)
-            return loaded[key]
-
         panel = {key: CachedModel(backend(j), judge_shas[key], cache, j, cfg.seed)
                  for key, j in judge_cfgs.items()}
         if panel:
-            judge_facts = {key: judge.backend.describe() for key, judge in panel.items()}
+            judge_facts = {key: _judge_facts(judge, cfg) for key, judge in panel.items()}
             write_json(judge_facts_path, judge_facts)
+    if pending:
+        from tqdm import tqdm
+
         judges = {step: [(key, panel[key]) for key in keys] for step, keys in voters.items()}
         model = CachedModel(backend(model_cfg), model_sha, cache, model_cfg, cfg.seed)
         if attacker_cfg is not None:
@@ -291,6 +305,7 @@ def run(cfg) -> tuple[dict, Path]:
         calls, hits = model.calls, model.hits
         if attacker_cfg is not None:
             attacker_calls = kind.attacker.calls
+    if loaded:
         _KEPT.clear()
         _KEPT.update({k: b for k, b in loaded.items() if not b.supports("replay")})  # replays reread their file
     judge_calls = {key: panel[key].calls if key in panel else 0 for key in judge_cfgs}

@@ -240,6 +240,22 @@ class JudgeConfig:
 
 
 @dataclass
+class ValidationSet:
+    """A human-labelled set every classifier judge is measured on (conf/judge_validation.yaml)."""
+
+    name: str = MISSING
+    description: str = ""
+    data: DataConfig = field(default_factory=DataConfig)
+    input: Dict[str, str] = field(default_factory=dict)  # the judge's named parts (context, response), Jinja over a row
+    unsafe: str = MISSING  # Jinja over a row: true where the human label is unsafe (toxic)
+
+
+@dataclass
+class ValidationConfig:
+    sets: List[ValidationSet] = field(default_factory=list)
+
+
+@dataclass
 class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     task: TaskConfig = field(default_factory=TaskConfig)

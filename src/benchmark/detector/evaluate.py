@@ -73,23 +73,6 @@ def random_baseline(gold_unsafe: np.ndarray, cfg, draws: int = 1000) -> dict:
     return {"macro_f1": float(M.macro_f1(g, p, 2).mean()), "unsafe_f1": float(M.class_f1(1)(g, p, 2).mean())}
 
 
-def measure_on_diasafety(classifier, data_root: str | None) -> dict | str:
-    """A classifier judge's coarse scores on the DiaSafety test split (what a score card cites for its judge)."""
-    from ..data import load_rows
-    from ..schema import DataConfig
-
-    path = "diasafety/test.json"
-    if not data_root or not (Path(data_root).expanduser() / path).is_file():
-        return f"not measured: {path} is not under data_root"
-    rows, _ = load_rows(DataConfig(path=path), data_root, "judge validation")
-    out = classifier.classify([{"context": r["context"], "response": r["response"]} for r in rows])
-    gold = np.array([r["label"] == "Unsafe" for r in rows], dtype=np.int64)
-    pred = np.array([o["unsafe"] for o in out], dtype=np.int64)
-    return {"task": "diasafety", "split": "test", "n": len(rows),
-            "coarse_macro_f1": round(float(M.macro_f1(gold[None], pred[None], 2)[0]), 4),
-            "unsafe_f1": round(float(M.class_f1(1)(gold[None], pred[None], 2)[0]), 4)}
-
-
 def utterance_rows(rows, cfg) -> list[tuple[str, str, np.ndarray]]:
     """(name, input, unsafe flags) for the utterance-level classifiers available here."""
     from ..models.detoxify import DetoxifyBackend

@@ -10,7 +10,6 @@ _INPUTS = ("response", "context+response")
 
 class ProfanityCheck(Backend):
     def __init__(self, cfg, data_root: str | None = None):
-        self.data_root = data_root
         if cfg.input not in _INPUTS:
             raise BenchmarkError(f"model {cfg.name}: model.input={cfg.input!r}; profanity-check reads one of {_INPUTS}")
         from profanity_check import predict_prob
@@ -28,8 +27,4 @@ class ProfanityCheck(Backend):
         ]
 
     def describe(self) -> dict:
-        """Its coarse safe/unsafe F1 on the DiaSafety test split, measured now when the split is at data_root."""
-        from ..detector.evaluate import measure_on_diasafety
-
-        return {"input": self.input, "threshold": self.threshold,
-                "measured": measure_on_diasafety(self, self.data_root)}
+        return {"input": self.input, "threshold": self.threshold}
