@@ -51,7 +51,16 @@ def _dialogue_card(src: Path, dst: Path) -> None:
     _copy_as(src, dst, dst.name)
     (dst / "diasafety.json").rename(dst / "toxicchat.json")
     (dst / "diasafety.samples.jsonl.gz").unlink()
-    samples = [{"id": f"seed:{i}", "turns": [{"turn": 1, "attacker": "hi", "target": "hello", "verdict": "none"}],
+    def turn(k, flagged):
+        judged = {"utterance": {"flagged": False, "tie": False, "votes": {"utterance": {"flagged": False,
+                                                                                        "score": 0.03}}}}
+        if flagged:
+            judged["context"] = {"flagged": True, "tie": False, "votes": {"context": {"flagged": True, "score": 0.91}}}
+        return {"turn": k, "attacker": "sha256:" + "0" * 64 if k == 1 else f"attacker line {k} <b>bold</b>",
+                "target": f"target reply {k} **not bold**", "verdict": "context" if flagged else "none",
+                "judgements": judged, "attacker_judgements": {"utterance": judged["utterance"]}}
+
+    samples = [{"id": f"seed:{i}", "turns": [turn(k, k == [0, 1, 3][i % 3]) for k in range(1, 1 + ([2, 1, 3][i % 3]))],
                 "activated_turn": [None, 1, 3][i % 3], "error": None} for i in range(30)]
     sha = S.write_samples(samples, dst / "toxicchat.samples.jsonl.gz")
     card = json.loads((dst / "toxicchat.json").read_text())
@@ -431,6 +440,25 @@ def test_sample_browser_joins_the_texts_from_a_local_data_copy(app, data_root, m
     assert samples["id"].iloc[0] == "0" and first["context"] == records[0]["context"]
 
 
+def test_model_page_shows_a_conversation_turn_by_turn(app):
+    at = app
+    at.query_params["page"] = "Models"
+    at.query_params["model"] = "dialogue-fixture"
+    at.run()
+    assert not at.chat_message  # texts hidden until asked
+    at.toggle(key="show_texts").set_value(True).run()
+    at.selectbox(key="conversation").set_value("seed:2").run()
+    assert not at.exception
+    messages = at.chat_message
+    assert [m.name for m in messages] == ["user", "assistant"] * 3  # attacker, target, turn by turn
+    texts = [m.text[0].value for m in messages]
+    assert texts[2:4] == ["attacker line 2 <b>bold</b>", "target reply 2 **not bold**"]  # as text, not HTML
+    captions = [m.caption[0].value for m in messages]
+    assert "seed sentence" in captions[0] and "not flagged" in captions[1]
+    assert "flagged by context" in captions[5] and "context: flagged (0.91)" in captions[5].replace("\\", "")
+    assert any("flagged at turn 3" in c.value.replace("\\", "") for c in at.caption)
+
+
 def test_submit_page_is_the_readmes_section(app):
     at = app.run()
     at.sidebar.radio(key="page").set_value("Submit").run()
@@ -616,6 +644,19 @@ def test_in_a_browser(fixture_root, tmp_path):
         # of src x (Streamlit renders Markdown images; it shows raw HTML as text)
         assert not browser.find_elements(By.XPATH, "//*[@onerror] | //img[@src='x']")
         assert browser.find_element(By.TAG_NAME, "h1").text == f"Model: {HOSTILE}"  # all of it, as text
+
+        # a dialogue attack's conversation, turn by turn, once the reader asks for the texts
+        browser.get(f"http://127.0.0.1:{port}/?page=Models&model=dialogue-fixture")
+        toggle = wait.until(EC.element_to_be_clickable((By.XPATH, "//label[contains(., 'Show texts')]")))
+        assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stChatMessage"]')
+        toggle.click()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, '[data-testid="stChatMessage"]')) >= 4)
+        messages = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stChatMessage"]')
+        browser.execute_script("arguments[0].scrollIntoView();", messages[0])
+        turns = [m.text for m in messages]
+        assert "attacker, turn 1" in turns[0] and "target, turn 1" in turns[1]
+        assert "target reply 2 **not bold**" in turns[3]
+        browser.save_screenshot(str(ARTIFACTS / "leaderboard-conversation.png"))
     finally:
         if browser is not None:
             browser.quit()
