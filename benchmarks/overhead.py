@@ -118,7 +118,7 @@ def grouped(prof: cProfile.Profile, total: float) -> list[tuple[str, float]]:
         ("bootstrap", bootstrap),
         ("writing (samples, card, hashes)",
          _ct(s, b + "runner.py", "_append") + _ct_from(s, "json/__init__.py", "dumps", b + "runner.py")
-         + _ct(s, b + "scorecard.py", "write") - validation + _ct(s, b + "scorecard.py", "file_sha256")
+         + _ct(s, b + "scorecard.py", "write") - validation + _ct(s, b + "hashing.py", "file_sha256")
          + _ct(s, b + "runner.py", "_prepare_dir") + _ct(s, b + "runner.py", "_check_manifest")),
         ("card validation (JSON Schema)", validation),
         ("loading records (datasets, resume)", _ct(s, b + "data.py", "load_records") + _ct(s, b + "runner.py", "read_samples")),

@@ -8,6 +8,7 @@ from omegaconf import OmegaConf
 from sklearn.metrics import f1_score
 
 from benchmark import scorecard
+from benchmark.hashing import file_sha256
 from benchmark.runner import run
 
 
@@ -19,7 +20,7 @@ def check_card_matches_samples(card, run_dir):
     scorecard.validate(card)
     samples = read_jsonl(run_dir / "samples.jsonl")
     assert len(samples) == card["dataset"]["n"] == card["samples"]["n"]
-    assert card["samples"]["sha256"] == scorecard.file_sha256(run_dir / "samples.jsonl")
+    assert card["samples"]["sha256"] == file_sha256(run_dir / "samples.jsonl")
     assert len({s["id"] for s in samples}) == len(samples)
     correct = sum(s["prediction"] == s["target"] for s in samples)
     assert card["metrics"]["accuracy"]["value"] == pytest.approx(correct / len(samples))

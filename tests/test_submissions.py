@@ -11,7 +11,7 @@ import pytest
 from benchmark import submissions as S
 from benchmark.hashing import sha256_json
 from benchmark.runner import run
-from benchmark.scorecard import file_sha256
+from benchmark.hashing import file_sha256
 from benchmark.submit import main as submit_main
 from benchmark.submit import package, validate, verify
 
@@ -179,6 +179,27 @@ def _model_yaml(folder: Path, text: str) -> None:
     (folder / "model.yaml").write_text(text)
 
 
+def _without_keys_of(extra: str, text: str) -> str:
+    """`text` without the top-level entries (a key's line and its indented block) that `extra` sets again."""
+    import re
+
+    keys = set(re.findall(r"^([^\s:#][^:]*):", extra, re.M))
+    out, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        if line[:1] not in (" ", "\t", "-", "#", "\n"):
+            skipping = line.split(":", 1)[0] in keys
+        if not skipping:
+            out.append(line)
+    return "".join(out)
+
+
+def test_a_repeated_key_is_rejected_not_silently_replaced(folder):
+    _model_yaml(folder, (folder / "model.yaml").read_text() + "input: context+response\n")
+    found = problems_of(folder)
+    assert any("model.yaml: line " in p and "key 'input' appears twice" in p for p in found), found
+    assert S.load(folder.parent).cards == []
+
+
 @pytest.mark.parametrize("extra, field, message", [
     ("_target_: subprocess.call\n", "_target_", "never code"),
     ("generation:\n  until: !function utils.stop\n", "", "tag !function is not allowed"),
@@ -195,8 +216,7 @@ def _model_yaml(folder: Path, text: str) -> None:
     ("phrases: &a [x, x]\nstop: *a\n", "", "YAML aliases (*name) are not allowed"),
 ])
 def test_each_model_config_rule_rejects_with_file_and_field(folder, extra, field, message):
-    # PyYAML lets a repeated key win, so appending replaces the published value
-    _model_yaml(folder, (folder / "model.yaml").read_text() + extra)
+    _model_yaml(folder, _without_keys_of(extra, (folder / "model.yaml").read_text()) + extra)
     found = problems_of(folder)
     assert any(f"model.yaml: {field}: " in p and message in p if field else "model.yaml: " in p and message in p
                for p in found), found
@@ -206,7 +226,7 @@ def test_each_model_config_rule_rejects_with_file_and_field(folder, extra, field
 
 def test_a_model_yaml_that_is_not_utf8_is_a_problem(folder):
     (folder / "model.yaml").write_bytes(b"name: \xff\xfe\n")
-    assert any("model.yaml: unreadable" in p for p in problems_of(folder))
+    assert any("model.yaml: not UTF-8 text (byte 0xff at offset 6)" in p for p in problems_of(folder))
 
 
 def test_a_folder_without_model_yaml_fails_validation(folder):

@@ -11,6 +11,7 @@ import hydra
 
 from . import BenchmarkError, sweep
 from .paths import CONF_DIR
+from .safe_yaml import check_config_dirs, search_path_folders
 from .schema import register
 
 register()
@@ -46,6 +47,11 @@ def main(cfg):
 
 
 if __name__ == "__main__":
+    try:  # every config file Hydra may read, first: a bad one is one line, not a traceback or a hang
+        check_config_dirs(search_path_folders(sys.argv[1:]))
+    except BenchmarkError as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        sys.exit(2)
     main()
     if sweep.failed_jobs:
         sys.exit(1)

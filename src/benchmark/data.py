@@ -37,6 +37,35 @@ def _builder_kwargs(data) -> dict:
     return {"field": key} if key else {}
 
 
+def data_file(data_root: str, relative: str, where: str) -> Path:
+    """`relative` under data_root; a path that would leave it (absolute, or with ..) is refused, whoever wrote it."""
+    parts = Path(relative).parts
+    if not parts or Path(relative).is_absolute() or ".." in parts:
+        raise BenchmarkError(f"{where}: path {relative!r} must be a relative path inside data_root (no leading / "
+                             "and no ..)")
+    return Path(data_root).expanduser().resolve() / relative
+
+
+def _unreadable(path: Path, fmt: str) -> str | None:
+    """Why a local text data file cannot be read, in words (empty, not UTF-8, JSON cut short), or None."""
+    if path.stat().st_size == 0:
+        return "the file is empty"
+    if fmt not in ("json", "jsonl", "csv") or path.stat().st_size > 64 * 2**20:  # large files: datasets says
+        return None
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"not UTF-8 text (byte {raw[e.start]:#04x} at offset {e.start})"
+    if fmt == "json" and text.lstrip()[:1] in ("[", "{"):
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as e:
+            cut = " (its last line: truncated?)" if e.lineno >= text.rstrip().count("\n") + 1 else ""
+            return f"not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}{cut}"
+    return None
+
+
 def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]:
     import datasets
 
@@ -44,11 +73,14 @@ def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]
         raise BenchmarkError(f"{where}: data.format={data.format!r} is not one of {sorted(_BUILDERS)}")
     builder = _BUILDERS[data.format]
     if data_root:
-        path = Path(data_root).expanduser().resolve() / data.path
+        path = data_file(data_root, data.path, where)
         if not path.is_file():
             raise BenchmarkError(
                 f"{where}: data file not found: {path} (data_root={data_root}, path={data.path})"
             )
+        why = _unreadable(path, data.format)
+        if why:
+            raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {why}")
         try:
             ds = datasets.load_dataset(builder, data_files=str(path), split="train", **_builder_kwargs(data))
         except ValueError as e:
@@ -56,7 +88,9 @@ def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]
                 return [], f"data_root:{data.path}"
             raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {e}") from None
         except Exception as e:
-            raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {type(e).__name__}: {e}") from None
+            cause = e.__cause__ or e.__context__ or e
+            raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {type(cause).__name__}: "
+                                 f"{str(cause)[:300]}") from None
         return ds.to_list(), f"data_root:{data.path}"
     if data.url:
         try:

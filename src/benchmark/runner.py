@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -22,12 +23,21 @@ from . import BenchmarkError, __version__, scorecard
 from .cache import ResponseCache
 from .data import load_records
 from .files import write_json
-from .hashing import sha256_json
+from .hashing import file_sha256, sha256_json
 from .kinds import make_kind
 from .models import load_backend, model_sha256
 from .models.cached import CachedModel
 
 MIN_FREE_BYTES = 50 * 2**20
+
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a model's or task's name: it names a folder
+
+
+def check_name(what: str, name) -> None:
+    if not isinstance(name, str) or not NAME.match(name):
+        raise BenchmarkError(f"{what}={name!r} cannot name a folder: use letters, digits, . _ - (at most 100, "
+                             "starting with a letter or digit)")
 
 
 def run_dir_for(cfg, manifest: dict) -> Path:
@@ -67,18 +77,26 @@ def _append(out, data: bytes, path: Path) -> None:
 
 
 def read_samples(path: Path) -> dict[str, dict]:
-    """Finished samples by id (the last line for an id wins). A torn last line from a crash is cut off."""
+    """Finished samples by id (the last line for an id wins). A torn last line from a crash is cut off; a line that
+    is not a sample anywhere else stops the run, naming it: the finished samples after it are never thrown away."""
     samples: dict[str, dict] = {}
     if not path.exists():
         return samples
     good_bytes = 0
     with open(path, "rb") as f:
-        for raw in f:
+        for number, raw in enumerate(f, 1):
             try:
-                sample = json.loads(raw)
-            except json.JSONDecodeError:
+                sample = json.loads(raw) if raw.endswith(b"\n") else None
+                if sample is not None and not isinstance(sample, dict) or sample is not None and "id" not in sample:
+                    raise ValueError("not an object with an id")
+            except ValueError as e:  # JSON and UTF-8 errors too
+                if f.read(1):
+                    raise BenchmarkError(
+                        f"{path}: line {number} is not a sample ({type(e).__name__}: {str(e)[:80]}); the lines after "
+                        "it are finished samples, so nothing is cut: repair or delete that line, then rerun the same "
+                        "command") from None
                 break
-            if not raw.endswith(b"\n"):
+            if sample is None:  # the last line, without its newline: a write a crash cut short
                 break
             samples[sample["id"]] = sample
             good_bytes += len(raw)
@@ -202,6 +220,12 @@ def run(cfg) -> tuple[dict, Path]:
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     if cfg.limit is not None and cfg.limit < 0:
         raise BenchmarkError(f"limit={cfg.limit}: use a positive number of records, or null for all")
+    if cfg.chunk_size < 1:
+        raise BenchmarkError(f"chunk_size={cfg.chunk_size}: use 1 or more requests per batch")
+    if cfg.bootstrap < 0:
+        raise BenchmarkError(f"bootstrap={cfg.bootstrap}: use 0 (no intervals) or more resamples")
+    check_name("model.name", cfg.model.name)
+    check_name("task.name", cfg.task.name)
     task, model_cfg = cfg.task, cfg.model
     if task.better not in ("higher", "lower"):
         raise BenchmarkError(f"task {task.name}: better={task.better!r}; use higher or lower")
@@ -380,7 +404,7 @@ def run(cfg) -> tuple[dict, Path]:
             "versions": scorecard.versions(),
             "git_commit": scorecard.git_commit(),
         },
-        "samples": {"file": samples_path.name, "sha256": scorecard.file_sha256(samples_path), "n": len(ordered)},
+        "samples": {"file": samples_path.name, "sha256": file_sha256(samples_path), "n": len(ordered)},
     }
     card_path = run_dir / "scorecard.json"
     try:

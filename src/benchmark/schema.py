@@ -341,7 +341,9 @@ def compose(overrides: list[str] | tuple[str, ...] = (), config_name: str = "con
     from hydra.core.global_hydra import GlobalHydra
 
     from .paths import CONF_DIR
+    from .safe_yaml import check_config_dirs, search_path_folders
 
+    check_config_dirs(search_path_folders(list(overrides)))
     register()
     GlobalHydra.instance().clear()
     try:

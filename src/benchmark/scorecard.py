@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import json
 import platform
@@ -30,14 +29,6 @@ def validate(card: dict, where: str = "score card") -> None:
         e = errors[0]
         field = ".".join(str(p) for p in e.absolute_path) or "(top level)"
         raise BenchmarkError(f"{where}: field {field}: {e.message}")
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _version(dist: str) -> str | None:

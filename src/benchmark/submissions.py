@@ -25,7 +25,6 @@ from typing import Any, get_args, get_type_hints
 from urllib.parse import urlsplit, urlunsplit
 
 import jsonschema
-import yaml
 
 from . import BenchmarkError
 from .hashing import sha256_json
@@ -106,33 +105,11 @@ def task_registry() -> dict[str, dict]:
 # --------------------------------------------------------------------------------------- model configs are data
 
 
-class _DataLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    """The safe loader, refusing every tag (`!function`, `!!python/...`) with the tag's name."""
-
-
-def _refuse_tag(loader, suffix, node):
-    raise yaml.constructor.ConstructorError(
-        None, None, f"tag {node.tag} is not allowed: a submitted config is data, never code", node.start_mark)
-
-
-_DataLoader.add_multi_constructor("!", _refuse_tag)
-_DataLoader.add_multi_constructor("tag:yaml.org,2002:python/", _refuse_tag)
-
-
 def read_yaml(path: Path) -> Any:
-    try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise BenchmarkError(f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB; a model config is a few lines")
-        text = path.read_text(encoding="utf-8")
-        # anchors and aliases can make a few lines expand into gigabytes: a config has no use for them
-        parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        if any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=parser)):
-            raise BenchmarkError(f"{path}: YAML aliases (*name) are not allowed in a submitted config")
-        return yaml.load(text, Loader=_DataLoader)
-    except (OSError, UnicodeDecodeError) as e:
-        raise BenchmarkError(f"{path}: unreadable: {e}") from None
-    except yaml.YAMLError as e:
-        raise BenchmarkError(f"{path}: {e}") from None
+    """A submitted model config: UTF-8, small, no tags, no repeated keys, no aliases (safe_yaml)."""
+    from . import safe_yaml
+
+    return safe_yaml.load(path, aliases=False, max_bytes=MAX_CONFIG_BYTES)
 
 
 @functools.lru_cache(maxsize=None)
@@ -647,7 +624,7 @@ def recomputed_metrics(card: dict, samples: list[dict]) -> dict:
 
 
 def _samples_problems(path: Path, card: dict, where: str) -> list[Problem]:
-    from .scorecard import file_sha256
+    from .hashing import file_sha256
 
     if file_sha256(path) != card["samples"]["sha256"]:
         return [Problem(where, "samples.sha256", f"does not match {path.name}")]

@@ -39,14 +39,12 @@ def validation_sets():
 def measure(judge, data_root: str | None, resamples: int, seed: int, sets=None) -> dict:
     """{set name: {n, unsafe (the human-labelled unsafe share), data_sha256, precision, recall, specificity, f1,
     macro_f1 (each {value, ci_low, ci_high, n})}} or {set name: "not measured: <why>"}."""
-    from pathlib import Path
-
-    from .data import load_rows, records_sha256
+    from .data import data_file, load_rows, records_sha256
 
     out = {}
     for vs in sets if sets is not None else validation_sets():
         where = f"judge validation set {vs.name}"
-        if not data_root or not (Path(data_root).expanduser() / vs.data.path).is_file():
+        if not data_root or not data_file(data_root, vs.data.path, where).is_file():
             out[vs.name] = f"not measured: {vs.data.path} is not under data_root"
             continue
         rows, _ = load_rows(vs.data, data_root, where)

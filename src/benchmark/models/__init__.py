@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
 
 from omegaconf import OmegaConf
 
 from .. import BenchmarkError
-from ..hashing import sha256_json
+from ..hashing import file_sha256, sha256_json
 from .base import Backend
 
 LMEVAL_BACKENDS = ("hf", "vllm", "local-chat-completions")
@@ -43,9 +41,11 @@ def model_sha256(cfg, data_root: str | None = None) -> str:
     for key in _NOT_HASHED:
         data.pop(key, None)
     if cfg.backend == "replay" and cfg.replay is not None and data_root:
-        recorded = Path(data_root).expanduser() / cfg.replay.path
-        if recorded.is_file():
-            data["recorded_sha256"] = hashlib.sha256(recorded.read_bytes()).hexdigest()
+        from ..data import data_file
+
+        recorded = data_file(data_root, cfg.replay.path, f"model {cfg.name}: replay")
+        if recorded.is_file() and not recorded.is_symlink():
+            data["recorded_sha256"] = file_sha256(recorded)
     if cfg.backend == "diasafety-detector" and cfg.pretrained:
         from ..detector.model import read_manifest
 

@@ -29,7 +29,7 @@ class CachedModel:
 
     def __call__(self, op: str, payloads: list[dict]) -> list:
         if not self.backend.supports(op):
-            name = self.config.name if self.config is not None else type(self.backend).__name__
+            name = self._name()
             raise BenchmarkError(f"model {name} (backend {type(self.backend).__name__}) cannot {op}; this task needs "
                                  f"a model that can (see the task's kind in README)")
         keys = [request_key(self.sha, op, self._keyed(op, p)) for p in payloads]
@@ -53,11 +53,12 @@ class CachedModel:
         return payload
 
     def _ask(self, op: str, payloads: list[dict]) -> list:
+        """The backend's answers. A request failure (a backend's own Failure, or an OSError: a lost connection, a
+        timeout) is recorded and asked again on the next run; any other exception is a bug in the backend or the
+        model and stops the run (the samples written so far are kept)."""
         try:
-            return self._batch(op, payloads)
-        except (BenchmarkError, NotImplementedError):
-            raise
-        except Exception as e:
+            return self._checked(op, payloads, self._batch(op, payloads))
+        except OSError as e:
             if len(payloads) == 1:
                 return [Failure(f"{type(e).__name__}: {e}")]
         # the batch failed: ask one by one so one bad request does not sink the others
@@ -65,11 +66,18 @@ class CachedModel:
         for p in payloads:
             try:
                 results += self._batch(op, [p])
-            except (BenchmarkError, NotImplementedError):
-                raise
-            except Exception as e:
+            except OSError as e:
                 results.append(Failure(f"{type(e).__name__}: {e}"))
+        return self._checked(op, payloads, results)
+
+    def _checked(self, op: str, payloads: list, results: list) -> list:
+        if len(results) != len(payloads):
+            raise BenchmarkError(f"model {self._name()}: its backend answered {len(results)} of {len(payloads)} "
+                                 f"{op} requests; a backend answers each request in order")
         return results
+
+    def _name(self) -> str:
+        return self.config.name if self.config is not None else type(self.backend).__name__
 
     def _batch(self, op: str, payloads: list[dict]) -> list:
         if op == "generate":

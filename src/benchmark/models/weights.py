@@ -12,13 +12,13 @@ read that folder (about a second), and `transformers serve` can serve it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import tempfile
 from pathlib import Path
 
 from .. import BenchmarkError
+from ..hashing import file_sha256
 
 PIP = "pip:"
 _DIST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -81,14 +81,6 @@ def cache_root() -> Path:
     return Path(os.environ.get("BENCHMARK_CACHE") or Path.home() / ".cache" / "benchmark").expanduser()
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def dequantised(cfg) -> Path:
     """The GGUF weights of `cfg` as an ordinary checkpoint folder (model, tokenizer, chat template), made on first
     use. Raises what transformers raises for a file it cannot read (load_error turns that into one line)."""
@@ -97,7 +89,7 @@ def dequantised(cfg) -> Path:
 
     source = Path(locate(cfg)) / cfg.gguf_file
     dtype = "float32" if cfg.dtype in (None, "auto") else cfg.dtype
-    out = cache_root() / "weights" / f"{source.stem}-{_file_sha256(source)[:16]}-{dtype}"
+    out = cache_root() / "weights" / f"{source.stem}-{file_sha256(source)[:16]}-{dtype}"
     if (out / "config.json").is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
