@@ -98,7 +98,6 @@ def main() -> None:
     args = p.parse_args()
 
     import torch
-    from lm_eval.models.huggingface import HFLM
 
     from benchmark.models import load_backend
     from benchmark.models.generation import PrefixCachedGenerator

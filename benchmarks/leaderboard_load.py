@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from benchmark import submissions as S  # noqa: E402
+from benchmark.submissions import configs  # noqa: E402
 
 APP = REPO / "leaderboard" / "app.py"
 
@@ -36,7 +37,7 @@ def synthesize(root: Path, n: int) -> None:
         name = f"{folder.name}-copy{i:04d}"
         out = root / name
         out.mkdir()
-        model = S.read_yaml(folder / S.MODEL_FILE)
+        model = configs.read_yaml(folder / S.MODEL_FILE)
         model["name"] = name
         (out / S.MODEL_FILE).write_text(yaml.safe_dump(model, sort_keys=False))
         card = json.loads(card_path.read_text())

@@ -17,6 +17,8 @@ import pandas as pd
 import pytest
 
 from benchmark import submissions as S
+from benchmark.submissions import configs
+from benchmark.submissions import samples as SF
 
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "leaderboard" / "app.py"
@@ -31,7 +33,7 @@ def _copy_as(src: Path, dst: Path, name: str, organisation: str | None = None) -
     dst.mkdir(parents=True)
     for f in src.iterdir():
         shutil.copy(f, dst / f.name)
-    model = S.read_yaml(dst / S.MODEL_FILE)
+    model = configs.read_yaml(dst / S.MODEL_FILE)
     model["name"] = name
     if organisation:
         model["metadata"]["organisation"] = organisation
@@ -62,7 +64,7 @@ def _dialogue_card(src: Path, dst: Path) -> None:
 
     samples = [{"id": f"seed:{i}", "turns": [turn(k, k == [0, 1, 3][i % 3]) for k in range(1, 1 + ([2, 1, 3][i % 3]))],
                 "activated_turn": [None, 1, 3][i % 3], "error": None} for i in range(30)]
-    sha = S.write_samples(samples, dst / "toxicchat.samples.jsonl.gz")
+    sha = SF.write_samples(samples, dst / "toxicchat.samples.jsonl.gz")
     card = json.loads((dst / "toxicchat.json").read_text())
     card["task"].update(name="toxicchat", kind="dialogue_attack", headline="activation_rate")
     task = S.task_registry()["toxicchat"]
@@ -113,7 +115,7 @@ def _odd(root: Path, name: str, metadata: dict | None = None, edit=None, samples
     if metadata:
         import yaml
 
-        model = S.read_yaml(folder / S.MODEL_FILE)
+        model = configs.read_yaml(folder / S.MODEL_FILE)
         model["metadata"].update(metadata)
         (folder / S.MODEL_FILE).write_text(yaml.safe_dump(model, sort_keys=False))
     card = json.loads((folder / "diasafety.json").read_text())
@@ -123,7 +125,7 @@ def _odd(root: Path, name: str, metadata: dict | None = None, edit=None, samples
     if isinstance(samples, bytes):
         (folder / "diasafety.samples.jsonl.gz").write_bytes(samples)
     elif samples is not None:
-        card["samples"].update(sha256=S.write_samples(samples, folder / "diasafety.samples.jsonl.gz"), n=len(samples))
+        card["samples"].update(sha256=SF.write_samples(samples, folder / "diasafety.samples.jsonl.gz"), n=len(samples))
     (folder / "diasafety.json").write_text(json.dumps(card))
 
 
@@ -167,7 +169,7 @@ def _accept_all(root, *args, **kwargs):
     (whatever the loader's checks catch now or later)."""
     out = S.Loaded()
     for path in sorted(Path(root).glob("*/*.json")):
-        out.cards.append(S.Card(path, json.loads(path.read_text()), S.read_yaml(path.parent / S.MODEL_FILE)))
+        out.cards.append(S.Card(path, json.loads(path.read_text()), configs.read_yaml(path.parent / S.MODEL_FILE)))
     return out
 
 

@@ -9,6 +9,10 @@ from pathlib import Path
 import pytest
 
 from benchmark import submissions as S
+from benchmark.paths import REPO_ROOT
+from benchmark.models import model_sha256
+from benchmark.submissions import configs, privacy, rules, signing
+from benchmark.submissions import samples as SF
 from benchmark.hashing import sha256_json
 from benchmark.runner import run
 from benchmark.hashing import file_sha256
@@ -82,7 +86,7 @@ def _set(path, value):
 @pytest.mark.parametrize("change, field, message", [
     (_set(["metrics"], KeyError), "(top level)", "'metrics' is a required property"),
     (_set(["task", "name"], "no_such_task"), "task.name", "unknown task 'no_such_task'"),
-    (_set(["task", "version"], 7), "task.version", "7: task diasafety is version 1"),
+    (_set(["task", "version"], 7), "task.version", "7: task diasafety's version is 1"),
     (_set(["dataset", "sha256"], "0" * 64), "dataset.sha256", "is not the hash of task diasafety's data"),
     (_set(["run", "limit"], 100), "run.limit", "covers the whole split"),
     (_set(["metrics", "macro_f1", "value"], 1.7), "metrics.macro_f1", "a share must lie in [0, 1]"),
@@ -100,14 +104,14 @@ def _set(path, value):
                               "signature": ""}),
      "verification", "only `python -m benchmark.submit verify` writes it"),
     (_set(["task", "headline"], "accuracy"), "task.headline", "task diasafety's headline is 'macro_f1'"),
-    (_set(["dataset", "n"], 1000), "dataset.n", "a published card covers every usable record"),
+    (_set(["dataset", "n"], 1000), "dataset.n", "a published card of task diasafety covers all 1095 of its 1095"),
     (_set(["metrics", "macro_f1", "value"], 0.12), "metrics.macro_f1", "is not what the samples give"),
     (_set(["metrics", "macro_f1", "unit"], "%"), "metrics.macro_f1", "is not what the samples give"),
     (_set(["metrics", "made_up"], {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 3}), "metrics.made_up",
      "not a metric the task computes"),
     (_set(["model", "metadata", "parameters"], "500B"), "model.metadata", "differs from the metadata in model.yaml"),
     (_set(["model", "metadata", "open_weights"], [1]), "model.metadata.open_weights", "is not of type"),
-    (_set(["task", "name"], "cpad"), "dataset.sha256", "task cpad has no pinned data hash yet"),
+    (_set(["task", "name"], "cpad"), "dataset.sha256", "task cpad has no pinned data yet"),
 ])
 def test_each_card_rule_rejects_with_file_and_field(folder, change, field, message):
     edit_card(folder, change)
@@ -121,11 +125,11 @@ def test_a_self_made_verification_is_rejected(folder, verifier_key):
     path = folder / "diasafety.json"
     card = json.loads(path.read_text())
     block = {"verified": True, "at": "now", "seed": 0, "n": 20, "failed": 0, "verdict_agreement": 1.0,
-             "output_agreement": 1.0, "min_agreement": 0.95, "card_sha256": S.card_sha256(card),
+             "output_agreement": 1.0, "min_agreement": 0.95, "card_sha256": signing.card_sha256(card),
              "key_id": "0123456789abcdef", "signature": "AAAA"}
     edit_card(folder, _set(["verification"], block))
     assert any("verification.key_id: '0123456789abcdef' is not a verifier key" in p for p in problems_of(folder))
-    signed = S.sign(card, {k: v for k, v in block.items() if k not in ("key_id", "signature")}, verifier_key)
+    signed = signing.sign(card, {k: v for k, v in block.items() if k not in ("key_id", "signature")}, verifier_key)
     edit_card(folder, _set(["verification"], signed))
     assert problems_of(folder) == []
     signed["verdict_agreement"] = 0.5  # a signed block changed afterwards
@@ -137,7 +141,7 @@ def _rewrite_samples(folder: Path, change) -> None:
     path = folder / "diasafety.samples.jsonl.gz"
     samples = S.read_samples(path)
     samples = change(samples)
-    edit_card(folder, _set(["samples", "sha256"], S.write_samples(samples, path)))
+    edit_card(folder, _set(["samples", "sha256"], SF.write_samples(samples, path)))
 
 
 @pytest.mark.parametrize("change, message", [
@@ -164,7 +168,7 @@ def test_samples_holding_the_data_sets_texts_are_rejected(folder):
     path = folder / "diasafety.samples.jsonl.gz"
     samples = S.read_samples(path)
     samples[0]["input"] = {"context": "a text from the data set"}
-    sha = S.write_samples(samples, path)
+    sha = SF.write_samples(samples, path)
     edit_card(folder, _set(["samples", "sha256"], sha))
     found = problems_of(folder)
     assert any("diasafety.samples.jsonl.gz: input: holds the data set's own text" in p for p in found), found
@@ -240,6 +244,8 @@ def test_remote_code_needs_a_reviewers_flag(folder):
     text = (folder / "model.yaml").read_text().replace("trust_remote_code: false", "trust_remote_code: true")
     _model_yaml(folder, text)
     edit_card(folder, _set(["model", "config", "trust_remote_code"], True))
+    edit_card(folder, lambda card: card["model"].update(
+        config_sha256=model_sha256(configs.model_config_node(card["model"]["config"]))))
     assert any("model.yaml: trust_remote_code: true" in p and "--allow-remote-code" in p for p in problems_of(folder))
     assert problems_of(folder, allow_remote_code=True) == []
 
@@ -261,21 +267,21 @@ def test_scrub_strips_what_is_private(monkeypatch):
     data = {"pretrained": "/home/alice/models/llama", "base_url": "http://192.168.1.20:8000/v1",
             "public": "https://api.openai.com/v1", "args": {"api_key": "abc", "note": "uses s3cr3t-value-123"},
             "api_key_env": "OPENAI_API_KEY", "prompt": "sk-" + "a" * 30, "max_new_tokens": 8,
-            "local": str(S.REPO_ROOT / "checkpoints" / "x")}
-    out = S.scrub(data)
+            "local": str(REPO_ROOT / "checkpoints" / "x")}
+    out = privacy.scrub(data)
     assert out["pretrained"] == "<local>/llama" and out["base_url"] == "http://<host>:8000/v1"
     assert out["public"] == "https://api.openai.com/v1" and out["api_key_env"] == "OPENAI_API_KEY"
     assert out["args"] == {"api_key": "<removed>", "note": "uses <env:MY_SERVICE_KEY>"}
     assert out["prompt"] == "<removed>" and out["max_new_tokens"] == 8 and out["local"] == "checkpoints/x"
-    assert S.private_values(out) == []
-    more = S.scrub({"url": "https://alice:hunter2@api.example.com/v1?api_key=abc", "file": "file:///home/alice/m.gguf",
+    assert privacy.private_values(out) == []
+    more = privacy.scrub({"url": "https://alice:hunter2@api.example.com/v1?api_key=abc", "file": "file:///home/alice/m.gguf",
                     "inline": "pretrained=/home/alice/llama,dtype=auto", "openai_key": "abc", "aws": "AKIA" + "A" * 16,
                     "task": "diasafety"})
     assert more == {"url": "https://api.example.com/v1?<removed>", "file": "file://<local>/m.gguf",
                     "inline": "pretrained=<local>/llama,dtype=auto", "openai_key": "<removed>", "aws": "<removed>",
                     "task": "diasafety"}
-    assert S.private_values(more) == []
-    assert {w for _, w in S.private_values({"a": "see /home/bob/x", "b": "https://u:p@host.example/v1"})} == {
+    assert privacy.private_values(more) == []
+    assert {w for _, w in privacy.private_values({"a": "see /home/bob/x", "b": "https://u:p@host.example/v1"})} == {
         "an absolute local path", "a private host name or credentials in a URL"}
 
 
@@ -284,7 +290,7 @@ def test_strip_sample_hashes_data_texts_wherever_they_recur():
     sample = {"id": "toxic-chat:1", "input": {"source": "toxic-chat", "seed": seed}, "target": "Offending User",
               "turns": [{"turn": 1, "attacker": seed, "target": "a reply", "verdict": "none"}],
               "error": "could not reach http://192.168.0.9:8000/v1"}
-    out = S.strip_sample(sample)
+    out = SF.strip_sample(sample)
     assert "input" not in out and out["input_sha256"] == sha256_json(sample["input"])
     assert out["turns"][0]["attacker"].startswith("sha256:") and out["turns"][0]["target"] == "a reply"
     assert out["target"] == "Offending User" and out["error"] == "could not reach http://<host>:8000/v1"
@@ -293,11 +299,11 @@ def test_strip_sample_hashes_data_texts_wherever_they_recur():
 def test_package_a_run_then_verify_it(compose, data_root, tmp_path, verifier_key):
     card, path = run(compose("model=profanity-check", "task=diasafety"))
     root = tmp_path / "subs"
-    out = package(path.parent, root, str(data_root))
+    out, _ = package(path.parent, root, str(data_root))
     folder = out.parent
     assert sorted(p.name for p in folder.iterdir()) == ["diasafety.json", "diasafety.samples.jsonl.gz", "model.yaml"]
     packed = json.loads(out.read_text())
-    assert packed["metrics"] == card["metrics"] and S.private_values(packed) == []
+    assert packed["metrics"] == card["metrics"] and privacy.private_values(packed) == []
     samples = S.read_samples(folder / "diasafety.samples.jsonl.gz")
     original = [json.loads(line) for line in open(path.parent / "samples.jsonl")]
     assert [s["id"] for s in samples] == [s["id"] for s in original]
@@ -319,15 +325,16 @@ def test_package_a_run_then_verify_it(compose, data_root, tmp_path, verifier_key
 
 def test_verify_catches_submitted_predictions_the_model_does_not_make(compose, data_root, tmp_path, verifier_key):
     _, path = run(compose("model=profanity-check", "task=diasafety"))
-    out = package(path.parent, tmp_path / "subs", str(data_root))
+    out, _ = package(path.parent, tmp_path / "subs", str(data_root))
     samples_path = out.parent / "diasafety.samples.jsonl.gz"
     samples = S.read_samples(samples_path)
     for s in samples:  # a submitter who claims perfect predictions (and the metrics that follow from them)
         s["prediction"] = s["target"]
-    sha = S.write_samples(samples, samples_path)
-    metrics = S.recomputed_metrics(json.loads(out.read_text()), samples)
+    sha = SF.write_samples(samples, samples_path)
+    metrics, breakdown = rules.rescored(json.loads(out.read_text()), samples)
     edit_card(out.parent, _set(["samples", "sha256"], sha))
     edit_card(out.parent, _set(["metrics"], metrics))
+    edit_card(out.parent, _set(["breakdown"], breakdown))
     assert validate([out.parent]) == (1, [])  # consistent in itself: only re-running the model can tell
     assert submit_main(["verify", str(out), "--n", "20", "--data-root", str(data_root),
                         "--key", str(verifier_key)]) == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from test_attack import KEYWORD_JUDGES, chatbot_root, replay_run  # noqa: F401  (chatbot_root: a fixture)
+from test_attack import chatbot_root, replay_run  # noqa: F401  (chatbot_root: a fixture)
 
 from benchmark.cache import ResponseCache
 from benchmark.models import load_backend
@@ -48,3 +48,10 @@ def test_the_card_carries_each_judges_measured_quality(compose, chatbot_root):  
     again, _ = replay_run(compose, chatbot_root)
     assert again["judges"] == card["judges"] and again["run"]["model_calls"] == 0
     assert again["run"]["judge_calls"] == {"utterance": 0, "context": 0}
+
+
+def test_measuring_can_be_left_out_and_done_later(compose, chatbot_root):  # noqa: F811
+    card, _ = replay_run(compose, chatbot_root, "judge_validity=false")
+    assert {j["measured"] for j in card["judges"]} == {"not measured: the run said judge_validity=false"}
+    again, _ = replay_run(compose, chatbot_root)  # the same run folder, now asked to measure: no model is asked
+    assert all(isinstance(j["measured"], dict) for j in again["judges"]) and again["run"]["model_calls"] == 0

@@ -25,7 +25,7 @@ from .data import load_records
 from .files import write_json
 from .hashing import file_sha256, sha256_json
 from .kinds import make_kind
-from .models import load_backend, model_sha256
+from .models import load_backend, model_sha256, pin_content
 from .models.cached import CachedModel
 
 MIN_FREE_BYTES = 50 * 2**20
@@ -184,10 +184,15 @@ def _judge_facts(judge: CachedModel, cfg) -> dict:
     from .validity import measure
 
     facts = judge.backend.describe()
-    if judge.backend.supports("classify"):  # through the judge's cache, but not counted as the run's judge calls
-        asked = CachedModel(judge.backend, judge.sha, judge.cache, judge.config, judge.seed)
-        facts["measured"] = measure(asked, cfg.data_root, cfg.bootstrap, cfg.seed)
-    return facts
+    if not judge.backend.supports("classify"):
+        return facts
+    if not cfg.judge_validity:
+        return {**facts, "measured": NOT_MEASURED}
+    asked = CachedModel(judge.backend, judge.sha, judge.cache, judge.config, judge.seed)  # not the run's judge calls
+    return {**facts, "measured": measure(asked, cfg.data_root, cfg.bootstrap, cfg.seed)}
+
+
+NOT_MEASURED = "not measured: the run said judge_validity=false"
 
 
 def _attacker(cfg, kind):
@@ -215,6 +220,33 @@ def _seed(seed: int, model_cfgs) -> None:
     torch.manual_seed(seed)
 
 
+def usable_records(spec, kind, data_root: str | None):
+    """The task's records as loaded, those it can score, and {"id", "error"} for each of the others."""
+    records = kind.load_records(data_root) if hasattr(kind, "load_records") else load_records(spec, data_root)
+    malformed = list(records.malformed)
+    items = []
+    for record in records.items:
+        problem = kind.check_record(record)
+        if problem:
+            malformed.append({"id": record["id"], "error": problem})
+        else:
+            items.append(record)
+    return records, items, malformed
+
+
+def pins(task_name: str, data_root: str | None, overrides: tuple[str, ...] = ()) -> dict:
+    """The `pinned:` values of a task, derived from its data (python -m benchmark.submit pin TASK)."""
+    from .kinds import reference_sha256
+    from .schema import compose
+
+    cfg = compose([f"task={task_name}", *overrides])
+    spec = _plain_task(cfg.task)
+    kind = make_kind(spec, cfg.model)
+    records, items, malformed = usable_records(spec, kind, data_root)
+    return {"sha256": records.sha256, "records": len(items), "malformed": [m["id"] for m in malformed],
+            "reference_sha256": reference_sha256(kind, [{"id": r["id"], **kind.reference(r)} for r in items])}
+
+
 def run(cfg) -> tuple[dict, Path]:
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -231,22 +263,16 @@ def run(cfg) -> tuple[dict, Path]:
         raise BenchmarkError(f"task {task.name}: better={task.better!r}; use higher or lower")
     spec = _plain_task(task)
     kind = make_kind(spec, model_cfg)
-    model_sha = model_sha256(model_cfg, cfg.data_root)
     voters, judge_cfgs = _judge_panel(cfg, kind)
-    judge_shas = {key: model_sha256(j, cfg.data_root) for key, j in judge_cfgs.items()}
     attacker_cfg = _attacker(cfg, kind)
-    attacker_sha = model_sha256(attacker_cfg, cfg.data_root) if attacker_cfg is not None else None
+    for config in (model_cfg, *judge_cfgs.values(), *([attacker_cfg] if attacker_cfg is not None else [])):
+        pin_content(config, cfg.data_root)
+    model_sha = model_sha256(model_cfg)
+    judge_shas = {key: model_sha256(j) for key, j in judge_cfgs.items()}
+    attacker_sha = model_sha256(attacker_cfg) if attacker_cfg is not None else None
     task_sha = sha256_json(OmegaConf.to_container(task, resolve=True))
 
-    records = kind.load_records(cfg.data_root) if hasattr(kind, "load_records") else load_records(spec, cfg.data_root)
-    malformed = list(records.malformed)
-    items = []
-    for record in records.items:
-        problem = kind.check_record(record)
-        if problem:
-            malformed.append({"id": record["id"], "error": problem})
-        else:
-            items.append(record)
+    records, items, malformed = usable_records(spec, kind, cfg.data_root)
     if cfg.ids:
         wanted = {str(i) for i in cfg.ids}
         unknown = sorted(wanted - {r["id"] for r in items})
@@ -259,11 +285,11 @@ def run(cfg) -> tuple[dict, Path]:
         why = "limit=0" if cfg.limit == 0 else f"the {records.split} split has no usable record ({records.source})"
         raise BenchmarkError(f"task {task.name}: nothing to evaluate: {why}")
 
-    known_sha = task.data.sha256 if task.data is not None else (task.dialogue.sha256 if task.dialogue else None)
+    known_sha = task.pinned.sha256
     if known_sha and records.sha256 != known_sha:
         print(
             f"warning: the records of {records.source} differ from the version task {task.name} was built on "
-            "(data.sha256); the score card says so",
+            "(pinned.sha256); the score card says so",
             file=sys.stderr,
         )
     kind.preflight(items[0])
@@ -299,8 +325,10 @@ def run(cfg) -> tuple[dict, Path]:
             loaded[key] = _KEPT.get(key) or load_backend(config, cfg.allow_remote_code, cfg.data_root)
         return loaded[key]
 
-    # a run whose judges.json is missing measures its judges again, even when every sample is done
-    if pending or (judge_cfgs and not judge_facts_path.exists()):
+    # a run whose judges.json is missing (or unmeasured, now asked to measure) measures its judges again, even when
+    # every sample is done
+    unmeasured = cfg.judge_validity and any(f.get("measured") == NOT_MEASURED for f in judge_facts.values())
+    if pending or (judge_cfgs and (not judge_facts_path.exists() or unmeasured)):
         _seed(cfg.seed, [model_cfg, *judge_cfgs.values(), *([attacker_cfg] if attacker_cfg is not None else [])])
         panel = {key: CachedModel(backend(j), judge_shas[key], cache, j, cfg.seed)
                  for key, j in judge_cfgs.items()}

@@ -79,6 +79,9 @@ class ModelConfig:
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     args: Dict[str, Any] = field(default_factory=dict)  # further keyword arguments for the backend
     replay: Optional[ReplayConfig] = None  # backend replay: recorded outputs instead of a model
+    # the content a backend reads beyond this config (a replay's recorded file, a detector's weights): set by each
+    # run from that content, so the config's hash names it; a run refuses content that differs from a pinned one
+    sha256: Optional[str] = None
     metadata: ModelMetadata = field(default_factory=ModelMetadata)
 
 
@@ -97,7 +100,7 @@ class DataConfig:
     json_field: Optional[str] = None  # json: the key of a top-level object that holds the rows (e.g. instances)
     # other layouts of the same data: a field's other names (matched ignoring case), used when it is absent
     fields: Dict[str, List[str]] = field(default_factory=dict)
-    sha256: Optional[str] = None  # known hash of the full split's records
+    sha256: Optional[str] = None  # a judge validation set: the known hash of its rows (a task pins its own: pinned)
 
 
 @dataclass
@@ -206,7 +209,17 @@ class DialogueConfig:
     judges: List[JudgeStepConfig] = field(default_factory=list)
     attacker_judges: List[JudgeStepConfig] = field(default_factory=list)
     tie: str = "not_flagged"
-    sha256: Optional[str] = None  # known hash of the seed records, as data.sha256 is for a data file
+
+
+@dataclass
+class PinnedConfig:
+    """The task's data as released: a run warns when its records differ, and a published card must match all of it.
+    `python -m benchmark.submit pin TASK` derives these from the data."""
+
+    sha256: Optional[str] = None  # of the split's rows as loaded (a dialogue attack: its seed sources' rows)
+    records: Optional[int] = None  # the usable records: what a published card covers
+    malformed: List[str] = field(default_factory=list)  # ids of the records the task cannot score
+    reference_sha256: Optional[str] = None  # of every usable record's id, gold label(s) and group fields
 
 
 @dataclass
@@ -227,6 +240,7 @@ class TaskConfig:
     classify: Optional[ClassifyConfig] = None
     attack: Optional[AttackConfig] = None
     dialogue: Optional[DialogueConfig] = None
+    pinned: PinnedConfig = field(default_factory=PinnedConfig)
 
 
 @dataclass
@@ -272,6 +286,7 @@ class RunConfig:
     bootstrap: int = 1000
     chunk_size: int = 64  # requests per batch: answers are cached and samples written after each batch
     progress: bool = True
+    judge_validity: bool = True  # measure each classifier judge on the human-labelled sets (conf/judge_validation.yaml)
 
 
 DIASAFETY_REMOTE = (

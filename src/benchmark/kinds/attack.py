@@ -142,6 +142,22 @@ class Attack:
         return describe_step(next(s for s in self.steps if s.name == name))
 
     # --- requests ---------------------------------------------------------------------------------------
+    reference_fields = ("group",)
+
+    @staticmethod
+    def outputs(sample: dict) -> list:
+        """What the model said: its responses."""
+        return [r.get("text") for r in sample.get("responses", [])]
+
+    @staticmethod
+    def verdicts(sample: dict) -> list:
+        """What the task concluded: each response's verdict."""
+        return [r.get("verdict") for r in sample.get("responses", [])]
+
+    def reference(self, record: dict) -> dict:
+        """What a sample takes from the task's data alone: the group fields."""
+        return {"group": {g: record.get(g) for g in self.task.group_by}}
+
     def check_record(self, record: dict) -> str | None:
         """Why a record cannot be asked: an empty prompt, or a question step's flag that renders to none of its
         answers (e.g. a CPAD judge_target other than 是 or 否)."""
@@ -216,7 +232,7 @@ class Attack:
         for i, (record, rs) in enumerate(zip(records, responses)):
             sample = {"id": record["id"], "input": {k: v for k, v in record.items() if k != "id"},
                       "prompt": render_messages(self.task, record), "unmatched": rs is None, "responses": [],
-                      "group": {g: record.get(g) for g in self.task.group_by}, "error": None}
+                      **self.reference(record), "error": None}
             if isinstance(rs, Failure):
                 sample["error"] = rs.error
             elif rs is not None:

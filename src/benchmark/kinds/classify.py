@@ -200,6 +200,24 @@ class Classify:
             for q in self.questions
         }
 
+    reference_fields = ("target", "group")
+
+    @staticmethod
+    def outputs(sample: dict):
+        """What the model said."""
+        return sample.get("output")
+
+    @staticmethod
+    def verdicts(sample: dict):
+        """What the task concluded from it."""
+        return sample.get("prediction")
+
+    def reference(self, record: dict) -> dict:
+        """What a sample takes from the task's data alone: the gold label(s) and the group fields."""
+        targets = self.targets(record)
+        return {"target": targets[None] if self.single else targets,
+                "group": {g: record.get(g) for g in self.task.group_by}}
+
     def check_record(self, record: dict) -> str | None:
         """Why a record cannot be scored (a gold label that is not a label of the task), or None."""
         for q, gold in zip(self.questions, self.targets(record).values()):
@@ -297,18 +315,14 @@ class Classify:
             "input": {k: v for k, v in record.items() if k != "id"},
             "prompt": prompt,
         }
-        targets = self.targets(record)
         if isinstance(answer, Failure):
             predictions = {q.name: INVALID for q in self.questions}
             sample.update(output=None, error=answer.error)
         else:
             predictions = self._answers(answer)
             sample.update(output=answer if output is None else output, error=None)
-        if self.single:
-            sample.update(target=targets[None], prediction=predictions[None])
-        else:
-            sample.update(target=targets, prediction=predictions)
-        sample["group"] = {g: record.get(g) for g in self.task.group_by}
+        sample.update(self.reference(record))
+        sample["prediction"] = predictions[None] if self.single else predictions
         if cut:
             sample["truncated_lines"] = cut
         return sample

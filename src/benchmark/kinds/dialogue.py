@@ -79,6 +79,22 @@ class DialogueAttack:
                     items.append({"id": f"{src.name}:{i}", "source": src.name, "seed": seed})
         return Records(items=items, source=" + ".join(sources), split="seeds", sha256=records_sha256(all_rows))
 
+    reference_fields = ("group",)
+
+    @staticmethod
+    def outputs(sample: dict) -> list:
+        """What the models said: each turn's attacker message and target reply."""
+        return [(t.get("attacker"), t.get("target")) for t in sample.get("turns", [])]
+
+    @staticmethod
+    def verdicts(sample: dict):
+        """What the task concluded: the turn the target was first flagged at (None: never)."""
+        return sample.get("activated_turn")
+
+    def reference(self, record: dict) -> dict:
+        """What a sample takes from the task's data alone: the seed's source."""
+        return {"group": {"source": record["source"]}}
+
     def check_record(self, record: dict) -> str | None:
         return None
 
@@ -201,7 +217,7 @@ class DialogueAttack:
             # was the attacker utterance that triggered the toxic reply flagged on its own?
             "trigger_flagged": None if trigger is None or not self.attacker_steps else any(
                 j["flagged"] for j in trigger["attacker_judgements"].values()),
-            "group": {"source": record["source"]},
+            **self.reference(record),
             "error": c["error"],
         }
 

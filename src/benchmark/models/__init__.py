@@ -6,7 +6,7 @@ from __future__ import annotations
 from omegaconf import OmegaConf
 
 from .. import BenchmarkError
-from ..hashing import file_sha256, sha256_json
+from ..hashing import sha256_json
 from .base import Backend
 
 LMEVAL_BACKENDS = ("hf", "vllm", "local-chat-completions")
@@ -31,26 +31,52 @@ def _without_defaults(data: dict, defaults: dict) -> dict:
     return out
 
 
-def model_sha256(cfg, data_root: str | None = None) -> str:
-    """What decides the model's answers: the config's values that are not the schema's defaults, and for a replay
-    the recorded file's content too."""
+def model_sha256(cfg) -> str:
+    """What decides the model's answers: the config's values that are not the schema's defaults (a replay's recorded
+    file and a detector's weights through the `sha256` the run pinned in the config: pin_content)."""
     from ..schema import ModelConfig
 
     defaults = OmegaConf.to_container(OmegaConf.structured(ModelConfig), resolve=False, throw_on_missing=False)
     data = _without_defaults(OmegaConf.to_container(cfg, resolve=True), defaults)
     for key in _NOT_HASHED:
         data.pop(key, None)
-    if cfg.backend == "replay" and cfg.replay is not None and data_root:
-        from ..data import data_file
-
-        recorded = data_file(data_root, cfg.replay.path, f"model {cfg.name}: replay")
-        if recorded.is_file() and not recorded.is_symlink():
-            data["recorded_sha256"] = file_sha256(recorded)
-    if cfg.backend == "diasafety-detector" and cfg.pretrained:
-        from ..detector.model import read_manifest
-
-        data["weights_sha256"] = read_manifest(cfg.pretrained)["weights_sha256"]
     return sha256_json(data)
+
+
+# backend name -> the module and class that implement it (each class: __init__(cfg, data_root))
+BACKENDS = {
+    **{name: ("lmeval", "LMEvalBackend") for name in LMEVAL_BACKENDS},
+    "profanity-check": ("profanity", "ProfanityCheck"),
+    "detoxify": ("detoxify", "DetoxifyBackend"),
+    "diasafety-detector": ("detector", "DiaSafetyDetector"),
+    "keywords": ("keywords", "Keywords"),
+    "replay": ("replay", "Replay"),
+}
+
+
+def backend_class(cfg) -> type[Backend]:
+    import importlib
+
+    if cfg.backend not in BACKENDS:
+        raise BenchmarkError(f"model {cfg.name}: unknown backend {cfg.backend!r}; available: {', '.join(BACKENDS)}")
+    module, name = BACKENDS[cfg.backend]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def pin_content(cfg, data_root: str | None) -> None:
+    """Set `cfg.sha256` to the content the backend reads (a replay's recorded file, a detector's weights), so that
+    the config hash names it; a config that pins another content is refused."""
+    from omegaconf import open_dict
+
+    found = backend_class(cfg).content_sha256(cfg, data_root)
+    if found is None:
+        return
+    if cfg.sha256 and cfg.sha256 != found:
+        raise BenchmarkError(f"model {cfg.name}: its config pins sha256 {cfg.sha256}, but what it reads here has "
+                             f"{found} ({backend_class(cfg).content_source(cfg)}); use the content it was run on, or "
+                             f"set model.sha256={found}")
+    with open_dict(cfg):
+        cfg.sha256 = found
 
 
 def load_backend(cfg, allow_remote_code: bool, data_root: str | None = None) -> Backend:
@@ -59,30 +85,4 @@ def load_backend(cfg, allow_remote_code: bool, data_root: str | None = None) -> 
             f"model {cfg.name} runs code from its repository (trust_remote_code: true). Review that code, then "
             "pass allow_remote_code=true on the command line to allow it."
         )
-    if cfg.backend in LMEVAL_BACKENDS:
-        from .lmeval import LMEvalBackend
-
-        return LMEvalBackend(cfg)
-    if cfg.backend == "profanity-check":
-        from .profanity import ProfanityCheck
-
-        return ProfanityCheck(cfg, data_root)
-    if cfg.backend == "diasafety-detector":
-        from .detector import DiaSafetyDetector
-
-        return DiaSafetyDetector(cfg)
-    if cfg.backend == "detoxify":
-        from .detoxify import DetoxifyBackend
-
-        return DetoxifyBackend(cfg)
-    if cfg.backend == "keywords":
-        from .keywords import Keywords
-
-        return Keywords(cfg)
-    if cfg.backend == "replay":
-        from .replay import Replay
-
-        return Replay(cfg, data_root)
-    raise BenchmarkError(
-        f"model {cfg.name}: unknown backend {cfg.backend!r}; available: {', '.join(LMEVAL_BACKENDS + SUITE_BACKENDS)}"
-    )
+    return backend_class(cfg)(cfg, data_root)

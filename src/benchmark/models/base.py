@@ -4,7 +4,19 @@ from __future__ import annotations
 
 
 class Backend:
-    """A model the suite can ask. Subclasses implement the operations they support."""
+    """A model the suite can ask. Subclasses implement the operations they support; each is made with
+    `(cfg, data_root)`."""
+
+    @classmethod
+    def content_sha256(cls, cfg, data_root: str | None) -> str | None:
+        """The hash of what decides the answers beyond the config (a replay's recorded file, a detector's weights),
+        for backends that read such content; None for the others."""
+        return None
+
+    @classmethod
+    def content_source(cls, cfg) -> str:
+        """Where that content is, in words (for messages)."""
+        return ""
 
     def generate(self, conversations: list[list[dict]], generation: dict, seeds: list[int] | None = None) -> list:
         """One answer per conversation. `seeds`: a sampling seed per request, for backends that send one with each

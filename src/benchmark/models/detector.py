@@ -9,7 +9,7 @@ from .base import Backend
 
 
 class DiaSafetyDetector(Backend):
-    def __init__(self, cfg):
+    def __init__(self, cfg, data_root: str | None = None):
         import transformers
 
         transformers.logging.disable_progress_bar()
@@ -37,6 +37,16 @@ class DiaSafetyDetector(Backend):
                 p, unsafe = max(p_unsafe.values()), bool(veto[i])
             out.append({"label": labels[i], "unsafe": bool(unsafe), "score": round(p, 4), "p_unsafe": p_unsafe})
         return out
+
+    @classmethod
+    def content_sha256(cls, cfg, data_root):
+        from ..detector.model import read_manifest
+
+        return read_manifest(cfg.pretrained)["weights_sha256"] if cfg.pretrained else None
+
+    @classmethod
+    def content_source(cls, cfg) -> str:
+        return f"the weights in {cfg.pretrained}"
 
     def describe(self) -> dict:
         manifest = self.detector.manifest

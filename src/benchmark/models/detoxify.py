@@ -14,7 +14,7 @@ from .base import Backend, utterance_texts
 
 
 class DetoxifyBackend(Backend):
-    def __init__(self, cfg):
+    def __init__(self, cfg, data_root: str | None = None):
         if not cfg.pretrained or not Path(cfg.pretrained).expanduser().is_file():
             raise BenchmarkError(f"model {cfg.name}: model.pretrained={cfg.pretrained!r} must be a local Detoxify "
                                  "checkpoint file (e.g. toxic_debiased-c7548aa0.ckpt from the Detoxify releases)")

@@ -11,7 +11,7 @@ from .base import Backend
 
 
 class Keywords(Backend):
-    def __init__(self, cfg):
+    def __init__(self, cfg, data_root: str | None = None):
         if not cfg.phrases:
             raise BenchmarkError(f"model {cfg.name}: backend keywords needs model.phrases (a list of phrases)")
         self.phrases = [p.lower() for p in cfg.phrases]

@@ -125,7 +125,7 @@ VLLM_MISSING = (
 
 
 class LMEvalBackend(Backend):
-    def __init__(self, cfg):
+    def __init__(self, cfg, data_root: str | None = None):
         from importlib.util import find_spec
 
         if cfg.backend == "vllm" and find_spec("vllm") is None:

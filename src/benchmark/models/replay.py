@@ -40,6 +40,20 @@ class Replay(Backend):
         else:
             self.rows = {record_id(row, i, spec.id_field): row for i, row in enumerate(rows)}
 
+    @classmethod
+    def content_sha256(cls, cfg, data_root):
+        from ..data import data_file
+        from ..hashing import file_sha256
+
+        if cfg.replay is None or not data_root:
+            return None
+        recorded = data_file(data_root, cfg.replay.path, f"model {cfg.name}: replay")
+        return file_sha256(recorded) if recorded.is_file() and not recorded.is_symlink() else None
+
+    @classmethod
+    def content_source(cls, cfg) -> str:
+        return f"the recorded file {cfg.replay.path} under data_root"
+
     def generate(self, conversations, generation, seeds=None):
         """Recorded answers to prompts: the row whose `id_field` text occurs in the last message (the longest such
         text wins). Lets fixed judge verdicts stand in for a judge model, keyed by e.g. each record's question."""

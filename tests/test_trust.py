@@ -1,0 +1,257 @@
+"""A submission is untrusted: a forged score is never accepted or signed, a submitted config never reaches a secret
+or a file outside its place, and no file takes the validator or the board down."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from test_api_retries import fake_api  # noqa: F401  (a fixture: a scripted chat-completions server)
+from test_submissions import SEED, _set, edit_card, folder, problems_of, verifier_key  # noqa: F401  (fixtures)
+
+from benchmark import BenchmarkError
+from benchmark import submissions as S
+from benchmark.runner import run
+from benchmark.submissions import rules
+from benchmark.submissions import samples as SF
+from benchmark.submit import main as submit_main
+from benchmark.submit import package, validate, verify
+
+
+def _forge(folder: Path, change) -> list[dict]:
+    """Rewrite the samples with `change`, then make the card consistent with them as a careful forger would: the
+    samples' hash, the metrics and the breakdown recomputed from the forged samples."""
+    path = folder / "diasafety.samples.jsonl.gz"
+    card = json.loads((folder / "diasafety.json").read_text())
+    samples = change(S.read_samples(path), card)
+    metrics, breakdown = rules.rescored(card, samples)
+    card.update(metrics=metrics, breakdown=breakdown)
+    card["samples"].update(sha256=SF.write_samples(samples, path), n=len(samples))
+    (folder / "diasafety.json").write_text(json.dumps(card))
+    return samples
+
+
+def test_gold_labels_set_to_the_predictions_are_rejected(folder, data_root):
+    def perfect(samples, card):
+        return [{**s, "target": s["prediction"] if s["prediction"] != "invalid" else s["target"]} for s in samples]
+
+    forged = _forge(folder, perfect)
+    card = json.loads((folder / "diasafety.json").read_text())
+    assert card["metrics"]["macro_f1"]["value"] > 0.9  # what the forger would have shown
+    found = problems_of(folder)
+    assert any("diasafety.samples.jsonl.gz: target: the samples' ids, gold labels or groups are not the task's own"
+               in p for p in found), found
+    # with the data at hand, the records are named
+    named = [str(p) for p in validate([folder], data_root=str(data_root))[1]]
+    changed = [s["id"] for s, t in zip(forged, S.read_samples(S.SUBMISSIONS_DIR / SEED / "diasafety.samples.jsonl.gz"))
+               if s["target"] != t["target"]]
+    assert any(f"records that differ: {changed[:10]}" in p for p in named), named
+
+
+def test_a_group_field_rewritten_is_rejected(folder):
+    _forge(folder, lambda samples, card: [{**s, "group": {"category": "Offending User"}} for s in samples])
+    assert any("are not the task's own" in p for p in problems_of(folder))
+
+
+def test_wrong_records_dropped_as_malformed_are_rejected(folder):
+    def drop(samples, card):
+        wrong = [s for s in samples if s["prediction"] != s["target"]][:300]
+        card["dataset"]["malformed"] = [{"id": s["id"], "error": "malformed"} for s in wrong]
+        card["dataset"]["n"] = len(samples) - len(wrong)
+        (folder / "diasafety.json").write_text(json.dumps(card))
+        return [s for s in samples if s not in wrong]
+
+    _forge(folder, drop)
+    found = problems_of(folder)
+    assert any("dataset.malformed: 300 records left out as malformed; task diasafety cannot score exactly 0" in p
+               for p in found), found
+    assert any("are not the task's own" in p for p in found), found
+
+
+def test_a_lowered_record_count_is_rejected(folder):
+    edit_card(folder, _set(["dataset", "n_total"], 795))
+    edit_card(folder, _set(["dataset", "n"], 795))
+    assert any("dataset.n: 795 of 795 records: a published card of task diasafety covers all 1095 of its 1095" in p
+               for p in problems_of(folder))
+
+
+@pytest.mark.parametrize("path, value", [
+    (["breakdown", "per_class", "Offending User", "f1"], 0.99),
+    (["breakdown", "per_class", "Safe", "precision"], float("nan")),
+    (["breakdown", "predictions", "Safe"], 1),
+    (["breakdown", "majority_baseline", "label"], "Biased Opinion"),
+])
+def test_a_forged_breakdown_is_rejected(folder, path, value):
+    edit_card(folder, _set(path, value))
+    found = problems_of(folder)
+    assert any(f"diasafety.json: {'.'.join(path)}: " in p and "is not what the samples give" in p for p in found), found
+
+
+@pytest.mark.parametrize("path, message", [
+    (["task", "config_sha256"], "is not the hash of task diasafety's definition"),
+    (["model", "config_sha256"], "is not the hash of the config beside it"),
+])
+def test_forged_config_hashes_are_rejected(folder, path, message):
+    edit_card(folder, _set(path, "0" * 64))
+    assert any(f"{'.'.join(path)}: {message}" in p for p in problems_of(folder))
+
+
+def test_a_card_with_failed_requests_is_not_publishable(folder):
+    def fail_one(samples, card):
+        card["run"]["failed"] = 1
+        (folder / "diasafety.json").write_text(json.dumps(card))
+        return [{**s, "error": "TimeoutError: the server did not answer", "prediction": "invalid"} if i == 0 else s
+                for i, s in enumerate(samples)]
+
+    _forge(folder, fail_one)
+    found = problems_of(folder)
+    assert any("run.failed: 1 requests failed; a published card has none" in p for p in found), found
+    assert any("error: 1 samples failed" in p for p in found), found
+
+
+# ------------------------------------------------------------------------------------- configs and secrets
+
+
+@pytest.mark.parametrize("field, value", [
+    ("replay", {"path": "../../../../etc/os-release", "output": "{{ x }}"}),
+    ("replay", {"path": "/etc/os-release", "output": "{{ x }}"}),
+    ("pretrained", "/home/maintainer/private-model"),
+    ("pretrained", "../../outside"),
+    ("gguf_file", "../weights.gguf"),
+])
+def test_a_submitted_config_names_no_path_outside_its_place(folder, field, value):
+    model = yaml.safe_load((folder / "model.yaml").read_text())
+    model[field] = value
+    (folder / "model.yaml").write_text(yaml.safe_dump(model))
+    edit_card(folder, _set(["model", "config", field], value))
+    found = problems_of(folder)
+    assert any(f"model.yaml: {field.split('.')[0]}" in p and "names no absolute path and no .." in p for p in found), found
+
+
+def test_verify_never_sends_a_secret_where_a_submitted_config_says(compose, data_root, tmp_path, fake_api,  # noqa: F811
+                                                                    monkeypatch, verifier_key):
+    """A submitter's config: a public base_url and api_key_env naming the maintainer's cloud secret."""
+    server = fake_api()
+    _, path = run(compose("model=openai-chat", "model.name=api-model", f"model.base_url={server.url}",
+                          "model.served_model=m", "model.api_key_env=null", "model.num_concurrent=16",
+                          "model.generation.max_new_tokens=4", "task=diasafety"))
+    out, _ = package(path.parent, tmp_path / "subs", str(data_root))
+    model = yaml.safe_load((out.parent / "model.yaml").read_text())
+    model.update(base_url="https://collector.example/v1/chat/completions", api_key_env="AWS_SECRET_ACCESS_KEY")
+    (out.parent / "model.yaml").write_text(yaml.safe_dump(model))
+    card = json.loads(out.read_text())
+    from benchmark.models import model_sha256
+    from benchmark.submissions.configs import model_config_node
+
+    card["model"]["config"] = model
+    card["model"]["config_sha256"] = model_sha256(model_config_node(model))
+    out.write_text(json.dumps(card))
+    assert validate([out.parent]) == (1, [])  # a valid card: the rules cannot tell a bad endpoint from a good one
+
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "the-maintainers-cloud-secret")
+    with pytest.raises(BenchmarkError, match="the card's model .* is called over HTTP; give the endpoint"):
+        verify(out, n=5, data_root=str(data_root))
+    sent_before = len(server.requests)
+    result = verify(out, n=5, data_root=str(data_root), endpoints={"model": server.url})
+    assert result["verified"] and len(server.requests) == sent_before + 5
+    assert not any("the-maintainers-cloud-secret" in json.dumps(h) for h in server.headers)
+    monkeypatch.setenv("MAINTAINER_KEY", "the-maintainers-own-key")
+    verify(out, n=3, data_root=str(data_root), endpoints={"model": server.url}, key_envs={"model": "MAINTAINER_KEY"})
+    assert server.headers[-1]["Authorization"] == "Bearer the-maintainers-own-key"
+    assert submit_main(["verify", str(out), "--endpoint", "judge=http://x", "--data-root", str(data_root)]) == 2
+
+
+# ------------------------------------------------------------------------------------------ bounded reading
+
+
+def test_a_card_that_is_a_symlink_to_an_endless_file_is_rejected_at_once(folder):
+    (folder / "diasafety.json").unlink()
+    os.symlink("/dev/zero", folder / "diasafety.json")
+    _copy_seed_as(folder.parent, "another-model")
+    start = time.perf_counter()
+    loaded = S.load(folder.parent, thorough=True)
+    assert time.perf_counter() - start < 30
+    assert [c.card["model"]["name"] for c in loaded.cards] == ["another-model"]  # the other folder still loads
+    assert any("diasafety.json: not a regular file" in str(p) for p in loaded.rejected)
+
+
+def _copy_seed_as(root: Path, name: str) -> None:
+    dst = root / name
+    shutil.copytree(S.SUBMISSIONS_DIR / SEED, dst)
+    model = yaml.safe_load((dst / "model.yaml").read_text())
+    model["name"] = name
+    (dst / "model.yaml").write_text(yaml.safe_dump(model))
+    card = json.loads((dst / "diasafety.json").read_text())
+    card.pop("verification")
+    card["model"].update(name=name, config=model)
+    (dst / "diasafety.json").write_text(json.dumps(card))
+
+
+def test_a_gzip_bomb_of_samples_stops_with_one_problem(folder):
+    path = folder / "diasafety.samples.jsonl.gz"
+    line = json.dumps({"id": "0", "prediction": "Safe", "pad": "x" * 1000}) + "\n"
+    with gzip.open(path, "wt") as f:  # 100 MiB of lines, about 0.5 MB compressed
+        for _ in range(100 * 1024):
+            f.write(line)
+    from benchmark.hashing import file_sha256
+
+    edit_card(folder, _set(["samples", "sha256"], file_sha256(path)))
+    found = problems_of(folder)
+    assert any("more than 64 MiB or 100,000 lines once decompressed" in p for p in found), found
+
+
+def test_a_card_with_a_hundred_thousand_metrics_is_one_problem(folder):
+    edit_card(folder, lambda card: card["metrics"].update(
+        {f"m{i}": {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 1} for i in range(124_000)}))
+    start = time.perf_counter()
+    found = problems_of(folder)
+    assert time.perf_counter() - start < 30
+    n = len(json.loads((folder / "diasafety.json").read_text())["metrics"])
+    assert [p for p in found if "diasafety.json" in p] == [
+        f"{folder / 'diasafety.json'}: metrics: {n:,} metrics; a task computes at most a few hundred"]
+
+
+def test_problems_are_capped_per_file(folder):
+    edit_card(folder, lambda card: card["metrics"].update(
+        {f"made_up_{i}": {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 1} for i in range(60)}))
+    found = [p for p in problems_of(folder) if p.startswith(str(folder / "diasafety.json"))]
+    assert len(found) == 21 and found[-1].endswith("and 40 more problems")
+
+
+def test_one_folder_that_breaks_the_checks_leaves_the_others(folder, monkeypatch):
+    _copy_seed_as(folder.parent, "another-model")
+    real = rules.check_card
+
+    def breaks_on_one(path, card, *args, **kwargs):
+        if card["model"]["name"] == SEED:
+            raise MemoryError("a pathological card")
+        return real(path, card, *args, **kwargs)
+
+    monkeypatch.setattr(S, "check_card", breaks_on_one)
+    loaded = S.load(folder.parent)
+    assert [c.card["model"]["name"] for c in loaded.cards] == ["another-model"]
+    assert any(f"{folder}: could not be checked: MemoryError" in str(p) for p in loaded.rejected)
+
+
+# ----------------------------------------------------------------------------------------------- packaging
+
+
+def test_packaging_never_silently_replaces_a_signed_card(compose, data_root, tmp_path, verifier_key, capsys):
+    _, path = run(compose("model=profanity-check", "task=diasafety"))
+    root = tmp_path / "subs"
+    out, replaced = package(path.parent, root, str(data_root))
+    assert replaced is None
+    verify(out, n=5, data_root=str(data_root), key=verifier_key)
+    signed = out.read_text()
+    assert submit_main([str(path.parent), "--to", str(root)]) == 2
+    assert "is a verified (signed) card; packaging would replace it" in capsys.readouterr().err
+    assert out.read_text() == signed
+    assert submit_main([str(path.parent), "--to", str(root), "--replace"]) == 0
+    assert f"replaced the card {out}" in capsys.readouterr().out
+    assert "verification" not in json.loads(out.read_text())
