@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from benchmark import submissions as S
+from benchmark.hashing import sha256_json
 from benchmark.submissions import configs
 from benchmark.submissions import samples as SF
 
@@ -48,6 +49,9 @@ def _copy_as(src: Path, dst: Path, name: str, organisation: str | None = None) -
         card_path.write_text(json.dumps(card))
 
 
+N_SEEDS = 50  # toxicchat's pinned number of seed conversations
+
+
 def _dialogue_card(src: Path, dst: Path) -> None:
     """A toxicchat card made by hand for the activation-by-turn chart (the suite has no published one yet)."""
     _copy_as(src, dst, dst.name)
@@ -63,22 +67,22 @@ def _dialogue_card(src: Path, dst: Path) -> None:
                 "judgements": judged, "attacker_judgements": {"utterance": judged["utterance"]}}
 
     samples = [{"id": f"seed:{i}", "turns": [turn(k, k == [0, 1, 3][i % 3]) for k in range(1, 1 + ([2, 1, 3][i % 3]))],
-                "activated_turn": [None, 1, 3][i % 3], "error": None} for i in range(30)]
+                "activated_turn": [None, 1, 3][i % 3], "error": None} for i in range(N_SEEDS)]
     sha = SF.write_samples(samples, dst / "toxicchat.samples.jsonl.gz")
     card = json.loads((dst / "toxicchat.json").read_text())
-    card["task"].update(name="toxicchat", kind="dialogue_attack", headline="activation_rate")
     task = S.task_registry()["toxicchat"]
-    pinned = (task.get("dialogue") or {}).get("sha256") or (task.get("data") or {}).get("sha256")
-    if pinned:  # the hash of the task's seed records, where the task pins one
-        card["dataset"]["sha256"] = pinned
-    card["dataset"].update(n=30, n_total=30, malformed=[])
-    card["samples"] = {"file": "toxicchat.samples.jsonl.gz", "sha256": sha, "n": 30}
+    card["task"].update(name="toxicchat", kind="dialogue_attack", headline="activation_rate",
+                        config_sha256=sha256_json(task))
+    card["dataset"].update(sha256=task["pinned"]["sha256"], n=N_SEEDS, n_total=N_SEEDS, malformed=[])
+    card["samples"] = {"file": "toxicchat.samples.jsonl.gz", "sha256": sha, "n": N_SEEDS}
     card["breakdown"] = {}
-    curve = {1: 10 / 30, 2: 10 / 30, 3: 20 / 30, 4: 20 / 30, 5: 20 / 30}
-    card["metrics"] = {"activation_rate": {"value": 20 / 30, "ci_low": 0.5, "ci_high": 0.8, "n": 30}}
+    third = (N_SEEDS + 1) // 3
+    curve = {1: third / N_SEEDS, 2: third / N_SEEDS, 3: 2 * third / N_SEEDS, 4: 2 * third / N_SEEDS,
+             5: 2 * third / N_SEEDS}
+    card["metrics"] = {"activation_rate": {"value": curve[5], "ci_low": 0.5, "ci_high": 0.8, "n": N_SEEDS}}
     for turn, v in curve.items():
         card["metrics"][f"activation_rate.by_turn.{turn}"] = {"value": v, "ci_low": v - 0.1, "ci_high": v + 0.1,
-                                                              "n": 30}
+                                                              "n": N_SEEDS}
     (dst / "toxicchat.json").write_text(json.dumps(card))
 
 
@@ -305,12 +309,13 @@ def test_dialogue_task_page_draws_activation_by_turn(app):
     at.sidebar.radio(key="page").set_value("Tasks").run()
     at.selectbox(key="task_pick").set_value("toxicchat").run()
     assert not at.exception
+    third = (N_SEEDS + 1) // 3
     assert at.dataframe[0].value.set_index("model").loc["dialogue-fixture", "activation_rate"] == pytest.approx(
-        100 * 20 / 30)
+        100 * 2 * third / N_SEEDS)
     assert any(e.type in ("vega_lite_chart", "arrow_vega_lite_chart") for e in at.main)
     by_turn = at.dataframe[1].value
     assert by_turn["group"].tolist() == ["1", "2", "3", "4", "5"]
-    assert by_turn["value"].tolist() == pytest.approx([100 / 3, 100 / 3, 200 / 3, 200 / 3, 200 / 3])
+    assert by_turn["value"].tolist() == pytest.approx([100 * k * third / N_SEEDS for k in (1, 1, 2, 2, 2)])
 
 
 def test_model_page_draws_activation_by_turn_as_a_curve(app):

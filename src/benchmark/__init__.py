@@ -1,6 +1,6 @@
 """A declarative benchmark suite for the safety of conversational models."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 class BenchmarkError(Exception):

@@ -25,6 +25,7 @@ INVALID = "invalid"
 _PREFIX = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?(?:answer|label|category|class|prediction)\s*(?:is)?\s*[:\-=]?\s*", re.I)
 _STRIP = " \t\r\n.,;:!?\"'`*_()[]{}<>"
 _NEGATION = re.compile(r"(?<![\w-])(?:not|never|no|isn't|wasn't|aren't)\s+(?:(?:a|an|the)\s+)?(?=\w)", re.I)
+_DENIAL = re.compile(r"\s*[:=-]\s*(?:no|false)(?![\w-])", re.I)
 _NUMBER = re.compile(r"^\s*\(?(\d{1,2})\)?(?:[.)]|번)?\s*$")
 
 
@@ -86,9 +87,11 @@ class LabelParser:
         for pattern, name in self.patterns:
             spans += [(m.start(), m.end(), name) for m in pattern.finditer(text)]
         # a longer mention wins where two overlap ("not safe" over "safe"); a mention negated by the words before it
-        # ("is not a safe response", "isn't Offending User") is claimed but names nothing
+        # ("is not a safe response", "isn't Offending User") or after it ("Safe: no") is claimed but names nothing
         negated = {m.end(): m.start() for m in _NEGATION.finditer(text)}
         spans += [(negated[s[0]], s[1], None) for s in list(spans) if s[0] in negated]
+        denied = {m.start(): m.end() for m in _DENIAL.finditer(text)}  # "Safe: no", "Offending User - false"
+        spans += [(s[0], denied[s[1]], None) for s in list(spans) if s[2] is not None and s[1] in denied]
         spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
         taken: list[tuple[int, int, str]] = []
         for s in spans:
