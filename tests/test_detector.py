@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -177,12 +178,18 @@ def test_detector_as_a_model_writes_a_score_card(trained_detector, compose):
     assert set(sample["output"]["p_unsafe"]) == {"OU", "RI", "UE", "TA", "BO"}
 
 
-def test_missing_checkpoint_is_one_clear_error(compose, tmp_path, synthetic_root):
+def test_missing_checkpoint_is_one_clear_error(compose, tmp_path, synthetic_root, monkeypatch):
     from benchmark.runner import run
 
     cfg = compose("model=diasafety-detector", f"model.pretrained={tmp_path / 'nothing'}", "task=diasafety",
                   f"data_root={synthetic_root}")
-    with pytest.raises(BenchmarkError, match="no trained DiaSafety detector at .*train one with"):
+    with pytest.raises(BenchmarkError, match="no trained DiaSafety detector at .*train one there with "
+                                             "`python -m benchmark.detector train output_dir="):
+        run(cfg)
+    cfg = compose("model=diasafety-detector", "task=diasafety", f"data_root={synthetic_root}")
+    monkeypatch.chdir(tmp_path)  # where checkpoints/ holds no detector
+    with pytest.raises(BenchmarkError, match=r"make it with `python -m benchmark.detector train` \(the default "
+                                             r"detector takes about \d+ minutes on 2 CPU cores"):
         run(cfg)
 
 
@@ -233,3 +240,55 @@ def test_detoxify_backend_and_report_rows(detoxify_checkpoint, tiny_encoder, com
                           batch_size=8)
     names = [(name, mode) for name, mode, flags in utterance_rows(rows, cfg) if len(flags) == 20]
     assert ("detoxify", "response") in names and ("detoxify", "context+response") in names
+
+
+def _train_cfg(*overrides):
+    from hydra import compose, initialize_config_dir
+
+    from benchmark.paths import CONF_DIR
+    from benchmark.schema import register
+
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose("detector_train", overrides=list(overrides))
+
+
+def test_a_killed_training_resumes_to_the_same_weights(tiny_encoder, synthetic_root, tmp_path, monkeypatch):
+    import benchmark.detector.train as T
+
+    common = (f"encoder={tiny_encoder}", f"data_root={synthetic_root}", "epochs=3", "batch_size=8", "max_length=32",
+              "progress=false", "design=multihead")
+    whole = T.train(_train_cfg(*common, f"output_dir={tmp_path / 'whole'}"))
+
+    real, calls = T.grouped_batches, []
+
+    def killed_in_epoch_three(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # the process is stopped during the third epoch
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(T, "grouped_batches", killed_in_epoch_three)
+    resumed_dir = tmp_path / "resumed"
+    with pytest.raises(KeyboardInterrupt):
+        T.train(_train_cfg(*common, f"output_dir={resumed_dir}"))
+    assert (resumed_dir / ".resume.pt").is_file() and not (resumed_dir / MANIFEST).exists()
+    monkeypatch.setattr(T, "grouped_batches", real)
+    with pytest.raises(BenchmarkError, match="holds an unfinished training with other settings"):
+        T.train(_train_cfg(*common, "epochs=4", f"output_dir={resumed_dir}"))
+    resumed = T.train(_train_cfg(*common, f"output_dir={resumed_dir}"))
+    a, b = json.loads((whole / MANIFEST).read_text()), json.loads((resumed / MANIFEST).read_text())
+    assert a["weights_sha256"] == b["weights_sha256"]
+    assert [h["val_macro_f1"] for h in a["fit"]["multihead"]["history"]] == \
+        [h["val_macro_f1"] for h in b["fit"]["multihead"]["history"]]
+    assert not list(resumed.rglob(".resume.pt")) and not list(resumed.rglob("fit.json"))
+
+
+def test_the_default_training_makes_the_configured_detector(compose):
+    from benchmark.detector.train import DEFAULT_DIR, default_output_dir
+
+    assert compose("model=diasafety-detector").model.pretrained == DEFAULT_DIR
+    assert default_output_dir(_train_cfg()) == Path(DEFAULT_DIR)
+    assert default_output_dir(_train_cfg("threads=1", "progress=false")) == Path(DEFAULT_DIR)
+    other = default_output_dir(_train_cfg("epochs=2"))
+    assert other != Path(DEFAULT_DIR) and other.name.startswith("diasafety-multihead-ctx-")

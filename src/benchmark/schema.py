@@ -302,9 +302,9 @@ class DetectorTrainConfig:
     encoder: str = "sentence-transformers/all-MiniLM-L6-v2"  # hub id or local folder
     with_context: bool = True
     max_length: int = 128
-    epochs: int = 3
+    epochs: int = 5
     batch_size: int = 32
-    lr: float = 5e-5
+    lr: float = 1e-4
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
     na_ratio: float = 1.0  # one_vs_all: N/A pairs drawn from other categories per pair of the member's own
@@ -316,7 +316,7 @@ class DetectorTrainConfig:
     val_path: str = "diasafety/val.json"
     remote: str = DIASAFETY_REMOTE  # without data_root: <remote>/<file name>, fetched and cached by `datasets`
     limit: Optional[int] = None  # a seeded random subset of each split (tests, quick looks)
-    output_dir: Optional[str] = None  # null: checkpoints/diasafety-<design>-<ctx|noctx>
+    output_dir: Optional[str] = None  # null: the default detector's folder, or one named by the changed settings
     overwrite: bool = False
     threads: Optional[int] = None  # torch CPU threads; null: torch's default
     log_every: int = 50

@@ -16,3 +16,5 @@ FINE_LABELS = [SAFE, *CATEGORIES]
 MEMBER_LABELS = ["safe", "unsafe", "N/A"]
 DESIGNS = ("one_vs_all", "multiclass", "multihead")
 MANIFEST = "detector.json"  # written beside the weights: design, members, context use, measured scores
+DEFAULT_DIR = "checkpoints/diasafety-detector"  # what `python -m benchmark.detector train` makes, and the config loads
+TRAIN_MINUTES = 16  # the default training on 2 CPU cores, as measured (training_log.jsonl's epoch_seconds)

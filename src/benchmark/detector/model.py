@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import BenchmarkError
-from . import ABBREVIATIONS, CATEGORIES, FINE_LABELS, MANIFEST, SAFE
+from . import ABBREVIATIONS, CATEGORIES, DEFAULT_DIR, FINE_LABELS, MANIFEST, SAFE, TRAIN_MINUTES
 from .rules import fine_decision, says_unsafe, veto
 
 Pair = tuple  # (context or None, response)
@@ -67,10 +67,11 @@ def read_manifest(path: str | Path) -> dict:
     folder = Path(path).expanduser()
     manifest = folder / MANIFEST
     if not manifest.is_file():
-        raise BenchmarkError(
-            f"no trained DiaSafety detector at {folder} ({MANIFEST} missing); train one with "
-            f"`python -m benchmark.detector train output_dir={folder}` or point the config at one"
-        )
+        how = ("make it with `python -m benchmark.detector train`" if Path(path) == Path(DEFAULT_DIR) else
+               f"train one there with `python -m benchmark.detector train output_dir={folder}`")
+        raise BenchmarkError(f"no trained DiaSafety detector at {folder} ({MANIFEST} missing): {how} (the default "
+                             f"detector takes about {TRAIN_MINUTES} minutes on 2 CPU cores, and a stopped training "
+                             "resumes), or point model.pretrained at a trained one")
     return json.loads(manifest.read_text())
 
 
