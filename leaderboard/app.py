@@ -31,6 +31,7 @@ for path in (REPO / "src", HERE):  # run from a checkout without installing the 
 import tables as T  # noqa: E402
 
 from benchmark import submissions as S  # noqa: E402
+from benchmark.kinds import kind_class  # noqa: E402
 
 PAGES = ["Overview", "Tasks", "Models", "Submit"]
 PAGE_SIZE = 50
@@ -292,33 +293,17 @@ def model_row(c, task: dict) -> dict:
             "judges": ", ".join(f"{j['step']}: {j['name']}" for j in card.get("judges", []))}
 
 
-def _summary(sample: dict) -> dict:
-    """A sample's row; a sample without an id gets an empty one, and one whose fields have an unexpected shape a
-    row that says so."""
+def _summary(sample: dict, kind) -> dict:
+    """A sample's row, as its task's kind lays it out; a sample whose fields have an unexpected shape gets a row that
+    says so."""
     try:
-        return _fields(sample)
+        return kind.sample_row(sample)
     except Exception as e:
         return {"id": _text_id(sample.get("id")), "error": f"this sample cannot be shown: {type(e).__name__}: {e}"}
 
 
 def _text_id(value) -> str:
     return "" if value is None else str(value)
-
-
-def _fields(sample: dict) -> dict:
-    row = {"id": _text_id(sample.get("id")), "error": sample.get("error") or ""}
-    if "responses" in sample:
-        row["verdicts"] = ", ".join(str(r.get("verdict")) for r in sample["responses"])
-        row["outputs"] = "\n".join(str(r.get("text")) for r in sample["responses"])
-    elif "turns" in sample:
-        row["activated at turn"] = sample.get("activated_turn")
-        row["outputs"] = "\n".join(f"{t.get('turn')}: {t.get('attacker')} → {t.get('target')}" for t in sample["turns"])
-    else:
-        row["prediction"] = json.dumps(sample.get("prediction"), ensure_ascii=False)
-        row["gold"] = json.dumps(sample.get("target"), ensure_ascii=False)
-        out = sample.get("output")
-        row["outputs"] = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
-    return row
 
 
 def sample_browser(mine: list, registry: dict) -> None:
@@ -329,7 +314,8 @@ def sample_browser(mine: list, registry: dict) -> None:
     name = st.selectbox("Task", tasks, key="sample_task")
     card = mine[tasks.index(name)]
     try:
-        rows = [_summary(s) for s in samples(str(card.samples_path), _file_signature(card.samples_path))]
+        kind = kind_class(card.card["task"]["kind"])
+        rows = [_summary(s, kind) for s in samples(str(card.samples_path), _file_signature(card.samples_path))]
     except Exception as e:  # the fast checks do not read the samples file
         reason = str(e).replace(str(submissions_root()) + os.sep, "")
         st.error(esc(f"The samples file {card.card['samples']['file']} cannot be read: {type(e).__name__}: {reason}"))

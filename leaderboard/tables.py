@@ -121,46 +121,14 @@ def task_frame(cards: list, task: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def questions(task: dict) -> list[str]:
-    """A classify task's question names when it asks several (RICoTA); [] for a single-question task."""
-    return [q["name"] for q in ((task.get("classify") or {}).get("questions") or [])]
-
-
-def class_f1_groups(card: dict, task: dict) -> list[tuple[str, dict]]:
-    """(family, per_class) for each question of a classify card: `<question> · class F1` for a task with
-    questions (their breakdown is keyed by question), `class F1` for a single-question task."""
-    b = card["breakdown"]
-    asked = questions(task)
-    if not asked:
-        return [("class F1", b.get("per_class") or {})]
-    return [(f"{q} · class F1", (b.get(q) or {}).get("per_class") or {}) for q in asked]
-
-
 def breakdown(cards: list, task: dict) -> pd.DataFrame:
-    """The headline metric by group (`<headline>.<field>.<value>` metrics: CPAD's attack methods, DiaSafety's
-    categories, a dialogue attack's turns), with CIs; for classify tasks, F1 per class of every question (the card
-    gives no CI)."""
-    rows = []
-    head = task["headline"]
-    for c in cards:
-        card = c.card
-        if card["task"]["name"] != task["name"]:
-            continue
-        model = card["model"]["name"]
-        for name, m in card["metrics"].items():
-            if name.startswith(head + ".") and name.count(".") >= head.count(".") + 2:
-                field, value = name[len(head) + 1:].split(".", 1)
-                rows.append({"model": model, "by": field, "group": value, "value": shown(m),
-                             "ci_low": 100 * m["ci_low"] if is_share(m) else m["ci_low"],
-                             "ci_high": 100 * m["ci_high"] if is_share(m) else m["ci_high"]})
-        if task["kind"] == "classify":
-            for family, per_class in class_f1_groups(card, task):
-                for label, v in per_class.items():
-                    f1 = v["f1"]
-                    if isinstance(f1, bool) or not isinstance(f1, (int, float)):
-                        raise TypeError(f"breakdown per_class {label!r}: f1 {f1!r} is not a number")
-                    rows.append({"model": model, "by": family, "group": label, "value": 100 * f1,
-                                 "ci_low": None, "ci_high": None})
+    """Every card's breakdowns on one task as its kind lays them out (the headline by group, with CIs; F1 per class
+    of every question for classify tasks): one row per model, family and group."""
+    from benchmark.kinds import kind_class
+
+    kind = kind_class(task["kind"])
+    rows = [{"model": c.card["model"]["name"], **row} for c in cards if c.card["task"]["name"] == task["name"]
+            for row in kind.breakdown_rows(c.card, task)]
     return pd.DataFrame(rows, columns=["model", "by", "group", "value", "ci_low", "ci_high"])
 
 

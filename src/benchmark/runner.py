@@ -21,7 +21,6 @@ from omegaconf.errors import OmegaConfBaseException
 
 from . import BenchmarkError, __version__, scorecard
 from .cache import ResponseCache
-from .data import load_records
 from .files import write_json
 from .hashing import file_sha256, sha256_json
 from .kinds import make_kind
@@ -196,7 +195,7 @@ NOT_MEASURED = "not measured: the run said judge_validity=false"
 
 
 def _attacker(cfg, kind):
-    if not getattr(kind, "needs_attacker", False):
+    if not kind.needs_attacker:
         return None
     if cfg.attacker is None:
         raise BenchmarkError(f"task {cfg.task.name} needs an attacker model: attacker=NAME (conf/attacker/)")
@@ -207,22 +206,9 @@ def _attacker(cfg, kind):
 # the same model again (on another task, with other settings) does not load it again
 _KEPT: dict = {}
 
-# backends that never touch torch: a run of only these does not import it (about 1.5 s per process)
-_TORCH_FREE = ("profanity-check", "keywords", "replay")
-
-
-def _seed(seed: int, model_cfgs) -> None:
-    """Sampling draws from torch's global generator (lm-eval's hf backend); seed it once per run."""
-    if all(m.backend in _TORCH_FREE for m in model_cfgs):
-        return
-    import torch
-
-    torch.manual_seed(seed)
-
-
-def usable_records(spec, kind, data_root: str | None):
+def usable_records(kind, data_root: str | None):
     """The task's records as loaded, those it can score, and {"id", "error"} for each of the others."""
-    records = kind.load_records(data_root) if hasattr(kind, "load_records") else load_records(spec, data_root)
+    records = kind.load_records(data_root)
     malformed = list(records.malformed)
     items = []
     for record in records.items:
@@ -242,7 +228,7 @@ def pins(task_name: str, data_root: str | None, overrides: tuple[str, ...] = ())
     cfg = compose([f"task={task_name}", *overrides])
     spec = _plain_task(cfg.task)
     kind = make_kind(spec, cfg.model)
-    records, items, malformed = usable_records(spec, kind, data_root)
+    records, items, malformed = usable_records(kind, data_root)
     return {"sha256": records.sha256, "records": len(items), "malformed": [m["id"] for m in malformed],
             "reference_sha256": reference_sha256(kind, [{"id": r["id"], **kind.reference(r)} for r in items])}
 
@@ -272,7 +258,7 @@ def run(cfg) -> tuple[dict, Path]:
     attacker_sha = model_sha256(attacker_cfg) if attacker_cfg is not None else None
     task_sha = sha256_json(OmegaConf.to_container(task, resolve=True))
 
-    records, items, malformed = usable_records(spec, kind, cfg.data_root)
+    records, items, malformed = usable_records(kind, cfg.data_root)
     if cfg.ids:
         wanted = {str(i) for i in cfg.ids}
         unknown = sorted(wanted - {r["id"] for r in items})
@@ -329,7 +315,6 @@ def run(cfg) -> tuple[dict, Path]:
     # every sample is done
     unmeasured = cfg.judge_validity and any(f.get("measured") == NOT_MEASURED for f in judge_facts.values())
     if pending or (judge_cfgs and (not judge_facts_path.exists() or unmeasured)):
-        _seed(cfg.seed, [model_cfg, *judge_cfgs.values(), *([attacker_cfg] if attacker_cfg is not None else [])])
         panel = {key: CachedModel(backend(j), judge_shas[key], cache, j, cfg.seed)
                  for key, j in judge_cfgs.items()}
         if panel:

@@ -149,6 +149,8 @@ class ClassifyConfig:
     scoring: str = "generate"  # generate (parse the answer) | loglikelihood (rank the labels; one question)
     # what classifier backends read, as Jinja templates (named parts: context, response)
     classifier_input: Dict[str, str] = field(default_factory=dict)
+    # classifier backends say unsafe or not: the task's label for each verdict ({unsafe: LABEL, safe: LABEL})
+    classifier_labels: Dict[str, str] = field(default_factory=dict)
     truncate: Optional[TruncateConfig] = None
 
 

@@ -26,14 +26,13 @@ from . import BenchmarkError, __version__
 from . import submissions as S
 from .files import write_json
 from .models import model_sha256
+from .models.registry import calls_over_http
 from .submissions.base import NAME, capped
 from .submissions.configs import model_config_node, read_yaml
 from .submissions.privacy import scrub
 from .submissions.rules import check_card
 from .submissions.samples import strip_sample, write_samples
 from .submissions.signing import card_sha256, keygen, sign
-
-API_BACKENDS = ("local-chat-completions",)
 
 
 def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None = None,
@@ -133,7 +132,7 @@ def _maintainers_endpoints(card: dict, endpoints: dict[str, str], key_envs: dict
     out = {}
     for role, config in roles.items():
         config = dict(config)
-        if config.get("backend") in API_BACKENDS:
+        if calls_over_http(config):
             if role not in endpoints:
                 raise BenchmarkError(f"the card's {role} ({config.get('name')}) is called over HTTP; give the endpoint "
                                      f"to verify it with: --endpoint {role}=URL, and --key-env {role}=VARIABLE if it "

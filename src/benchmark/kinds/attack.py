@@ -21,6 +21,7 @@ from .. import metrics as M
 from ..models.cached import Failure
 from ..templates import render
 from .classify import INVALID, LabelParser
+from .base import Kind
 from .common import plain, render_messages, variables
 
 NONE = "none"  # the verdict of a response that no step flagged
@@ -112,8 +113,8 @@ def check_tie(policy: str, where: str) -> None:
         raise BenchmarkError(f"{where}.tie={policy!r}: use flagged or not_flagged")
 
 
-class Attack:
-    judge_steps: list[str]
+class Attack(Kind):
+    name = "attack"
 
     def __init__(self, task, model_cfg):
         spec = task.attack
@@ -153,6 +154,21 @@ class Attack:
     def verdicts(sample: dict) -> list:
         """What the task concluded: each response's verdict."""
         return [r.get("verdict") for r in sample.get("responses", [])]
+
+    @staticmethod
+    def sample_row(sample: dict) -> dict:
+        responses = sample.get("responses") or []
+        return {"id": str(sample.get("id", "")), "error": sample.get("error") or "",
+                "verdicts": ", ".join(str(r.get("verdict")) for r in responses),
+                "outputs": "\n".join(str(r.get("text")) for r in responses)}
+
+    @staticmethod
+    def summary_lines(card: dict) -> list[str]:
+        records, breakdown = card["breakdown"].get("records") or {}, card["breakdown"]
+        if "scored" not in records:
+            return []
+        return [f"records scored: {records['scored']} of {records['total']} ({records['unmatched']} without recorded "
+                f"responses, {records['failed']} failed); responses judged: {breakdown.get('responses')}"]
 
     def reference(self, record: dict) -> dict:
         """What a sample takes from the task's data alone: the group fields."""

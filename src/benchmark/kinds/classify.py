@@ -19,6 +19,8 @@ from .. import BenchmarkError
 from .. import metrics as M
 from ..models.cached import Failure
 from ..templates import render
+from ..text import pad, pct
+from .base import Kind
 from .common import render_messages, variables
 
 INVALID = "invalid"
@@ -141,7 +143,10 @@ class Question:
         return f"{self.name}.{name}" if self.name else name
 
 
-class Classify:
+class Classify(Kind):
+    name = "classify"
+    failed_samples = "counted as invalid answers in the metrics"
+
     def __init__(self, task, model_cfg):
         if task.classify is None:
             raise BenchmarkError(f"task {task.name}: kind classify needs a `classify:` section")
@@ -169,6 +174,11 @@ class Classify:
         if self.scoring == "loglikelihood" and (len(self.questions) > 1 or spec.answer_format == "json"):
             raise BenchmarkError(f"{where}: loglikelihood scoring needs a single question answered as text")
         self.generation = OmegaConf.to_container(model_cfg.generation, resolve=True)
+        names = {lab.name for lab in spec.labels}
+        for verdict, label in spec.classifier_labels.items():
+            if verdict not in ("unsafe", "safe") or label not in names:
+                raise BenchmarkError(f"{where}.classifier_labels: {verdict}: {label!r}; give unsafe and safe each one "
+                                     f"of the task's labels {sorted(names)}")
 
     def _question(self, name, field, labels, target, positive_coarse) -> Question:
         if not labels:
@@ -188,7 +198,6 @@ class Classify:
         return self.questions[0].name is None
 
     # --- requests ---------------------------------------------------------------------------------------
-    judge_steps: list[str] = []  # classify asks no judge
 
     def _variables(self, record: dict) -> dict:
         return variables(self.task, record)
@@ -214,6 +223,56 @@ class Classify:
     def verdicts(sample: dict):
         """What the task concluded from it."""
         return sample.get("prediction")
+
+    @staticmethod
+    def sample_row(sample: dict) -> dict:
+        out = sample.get("output")
+        return {"id": str(sample.get("id", "")), "error": sample.get("error") or "",
+                "prediction": json.dumps(sample.get("prediction"), ensure_ascii=False),
+                "gold": json.dumps(sample.get("target"), ensure_ascii=False),
+                "outputs": out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)}
+
+    @staticmethod
+    def _per_class_parts(breakdown: dict) -> list[tuple[str | None, dict]]:
+        """(question, its breakdown): one question's breakdown is the card's; several questions, one each."""
+        if "per_class" in breakdown:
+            return [(None, breakdown)]
+        return [(name, b) for name, b in breakdown.items() if isinstance(b, dict) and "per_class" in b]
+
+    @staticmethod
+    def breakdown_rows(card: dict, task: dict) -> list[dict]:
+        """The headline by group, and F1 per class of every question (the card gives no CI for those)."""
+        rows = Kind.breakdown_rows(card, task)
+        for question, part in Classify._per_class_parts(card["breakdown"]):
+            for label, v in part["per_class"].items():
+                f1 = v["f1"]
+                if isinstance(f1, bool) or not isinstance(f1, (int, float)):
+                    raise TypeError(f"breakdown per_class {label!r}: f1 {f1!r} is not a number")
+                rows.append({"by": f"{question} · class F1" if question else "class F1", "group": label,
+                             "value": 100 * f1, "ci_low": None, "ci_high": None})
+        return rows
+
+    @staticmethod
+    def summary_lines(card: dict) -> list[str]:
+        """Precision, recall and F1 per class of every question, and the majority-class baseline."""
+        lines = []
+        for question, part in Classify._per_class_parts(card["breakdown"]):
+            title = f"{question}: " if question else ""
+            per_class = part["per_class"]
+            width = max(len(title) + 5, *(2 * len(c) for c in per_class)) + 2
+            lines.append(f"{pad(title + 'class', width)} precision  recall     F1  support")
+            for name, row in per_class.items():
+                lines.append(f"{pad(name, width)}     {pct(row['precision'])}   {pct(row['recall'])}  "
+                             f"{pct(row['f1'])}  {row['support']:7d}")
+            base = part.get("majority_baseline")
+            if base:
+                lines.append(f"(always '{base['label']}': accuracy {pct(base['accuracy'])}, macro F1 "
+                             f"{pct(base['macro_f1'])})")
+            lines.append("")
+        truncated = card["breakdown"].get("truncated", {}).get("records")
+        if truncated:
+            lines += [f"{truncated} inputs cut to fit the model's context", ""]
+        return lines
 
     def reference(self, record: dict) -> dict:
         """What a sample takes from the task's data alone: the gold label(s) and the group fields."""
@@ -274,11 +333,16 @@ class Classify:
             outs = model("replay", [{"task": self.task.name, "id": r["id"]} for r in records])
             return [self._sample(r, None, out, 0) for r, out in zip(records, outs)]
         if backend.supports("classify"):
-            if not self.spec.classifier_input:
-                raise BenchmarkError(f"task {self.task.name}: classifier models need classify.classifier_input")
+            where = f"task {self.task.name}: classify"
+            if not self.spec.classifier_input or not self.single:
+                raise BenchmarkError(f"{where}: a classifier model answers one question of a task with "
+                                     "classify.classifier_input (what it reads)")
+            if set(self.spec.classifier_labels) != {"unsafe", "safe"}:
+                raise BenchmarkError(f"{where}: a classifier model says unsafe or not; map that to the task's labels "
+                                     "with classify.classifier_labels: {unsafe: LABEL, safe: LABEL}")
             inputs = [self.classifier_input(r) for r in records]
             outs = model("classify", [{"input": x} for x in inputs])
-            return [self._sample(r, x, o if isinstance(o, Failure) else o["label"], 0, o)
+            return [self._sample(r, x, o if isinstance(o, Failure) else self._classifier_label(o), 0, o)
                     for r, x, o in zip(records, inputs, outs)]
         fitted = [self._fit(r, backend) for r in records]
         convs = [self.messages(r) for r, _ in fitted]
@@ -296,6 +360,14 @@ class Classify:
             best = None if failed else max(labels, key=lambda lab: scores[lab] / len(lab.encode("utf-8")))
             samples.append(self._sample(r, c, failed or best, cut, failed or scores))
         return samples
+
+    def _classifier_label(self, out: dict) -> str:
+        """A classifier's verdict as one of the task's labels: the kind of unsafety it names, when that is a label
+        of the task (the DiaSafety detector on DiaSafety), else the label classifier_labels gives its verdict."""
+        category = out.get("category")
+        if category in self.questions[0].labels:
+            return category
+        return self.spec.classifier_labels["unsafe" if out["unsafe"] else "safe"]
 
     def _answers(self, answer) -> dict:
         if self.spec.answer_format == "text":

@@ -21,6 +21,7 @@ from ..data import Records, load_rows, records_sha256
 from ..models.cached import Failure
 from ..templates import render
 from .attack import NONE, Step, check_tie, describe_step, judge_step, slug
+from .base import Kind
 from .common import plain
 
 SIDES = ("attacker", "target")
@@ -30,7 +31,8 @@ def _truthy(text: str) -> bool:
     return text.strip().lower() not in ("", "false", "0", "none", "no")
 
 
-class DialogueAttack:
+class DialogueAttack(Kind):
+    name = "dialogue_attack"
     needs_attacker = True
 
     def __init__(self, task, model_cfg):
@@ -90,6 +92,21 @@ class DialogueAttack:
     def verdicts(sample: dict):
         """What the task concluded: the turn the target was first flagged at (None: never)."""
         return sample.get("activated_turn")
+
+    @staticmethod
+    def sample_row(sample: dict) -> dict:
+        turns = sample.get("turns") or []
+        return {"id": str(sample.get("id", "")), "error": sample.get("error") or "",
+                "activated at turn": sample.get("activated_turn"),
+                "outputs": "\n".join(f"{t.get('turn')}: {t.get('attacker')} → {t.get('target')}" for t in turns)}
+
+    @staticmethod
+    def summary_lines(card: dict) -> list[str]:
+        convs, turns = card["breakdown"].get("conversations") or {}, card["breakdown"].get("turns") or {}
+        if "scored" not in convs:
+            return []
+        return [f"conversations scored: {convs['scored']} of {convs['total']} ({convs['failed']} failed); turns "
+                f"played: {turns.get('played')} (budget {turns.get('budget')} each, stop: {turns.get('stop')})"]
 
     def reference(self, record: dict) -> dict:
         """What a sample takes from the task's data alone: the seed's source."""

@@ -1,16 +1,14 @@
-"""Model backends: lm-eval's registry for language models, the suite's own for classifiers."""
+"""Model backends: loading one from its config (the names it may use: models/registry.py), and the hash that names
+what a config's model answers (the response cache's key, a card's config_sha256)."""
 
 from __future__ import annotations
-
 
 from omegaconf import OmegaConf
 
 from .. import BenchmarkError
 from ..hashing import sha256_json
 from .base import Backend
-
-LMEVAL_BACKENDS = ("hf", "vllm", "local-chat-completions")
-SUITE_BACKENDS = ("profanity-check", "detoxify", "diasafety-detector", "keywords", "replay")
+from .registry import backend_class
 
 # Fields that change how a run is executed but not what the model answers.
 _NOT_HASHED = ("name", "metadata", "batch_size", "num_concurrent", "max_retries", "retry_wait", "timeout", "device")
@@ -41,26 +39,6 @@ def model_sha256(cfg) -> str:
     for key in _NOT_HASHED:
         data.pop(key, None)
     return sha256_json(data)
-
-
-# backend name -> the module and class that implement it (each class: __init__(cfg, data_root))
-BACKENDS = {
-    **{name: ("lmeval", "LMEvalBackend") for name in LMEVAL_BACKENDS},
-    "profanity-check": ("profanity", "ProfanityCheck"),
-    "detoxify": ("detoxify", "DetoxifyBackend"),
-    "diasafety-detector": ("detector", "DiaSafetyDetector"),
-    "keywords": ("keywords", "Keywords"),
-    "replay": ("replay", "Replay"),
-}
-
-
-def backend_class(cfg) -> type[Backend]:
-    import importlib
-
-    if cfg.backend not in BACKENDS:
-        raise BenchmarkError(f"model {cfg.name}: unknown backend {cfg.backend!r}; available: {', '.join(BACKENDS)}")
-    module, name = BACKENDS[cfg.backend]
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
 def pin_content(cfg, data_root: str | None) -> None:

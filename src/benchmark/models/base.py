@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 
+OPERATIONS = ("generate", "loglikelihood", "classify", "replay", "overflow")
+
+
 class Backend:
-    """A model the suite can ask. Subclasses implement the operations they support; each is made with
-    `(cfg, data_root)`."""
+    """A model the suite can ask, made with `(cfg, data_root)`. A backend declares what it can be asked in
+    `operations` (a subset of OPERATIONS; an instance may narrow it, e.g. a chat API gives no log-likelihoods) and
+    implements those methods; `needs_torch` says whether loading it imports torch.
+
+    A backend lives in the suite (models.BUILTIN), in another package that names it under the entry-point group
+    `benchmark.backends` (`[project.entry-points."benchmark.backends"] my-backend = "my_pkg.module:MyBackend"`), or is
+    any model registered in lm-eval (`backend: lm-eval:NAME`)."""
+
+    operations: frozenset[str] = frozenset()
+    needs_torch: bool = False
 
     @classmethod
     def content_sha256(cls, cfg, data_root: str | None) -> str | None:
@@ -28,7 +39,9 @@ class Backend:
         raise NotImplementedError(f"{type(self).__name__} gives no log-likelihoods")
 
     def classify(self, inputs: list[dict[str, str]]) -> list[dict]:
-        """Labels for inputs with named parts (context, response, category): [{"label", "unsafe", "score"}]."""
+        """A verdict per input with named parts (context, response, category): [{"unsafe": bool, "score": float}],
+        plus "category" where the classifier names the kind of unsafety (the DiaSafety detector); a task maps the
+        verdict to its own labels (classify.classifier_labels)."""
         raise NotImplementedError(f"{type(self).__name__} is not a classifier")
 
     def replay(self, items: list[dict]) -> list[str]:
@@ -44,7 +57,7 @@ class Backend:
         return {}
 
     def supports(self, op: str) -> bool:
-        return getattr(type(self), op) is not getattr(Backend, op)
+        return op in self.operations
 
 
 def utterance_texts(inputs: list[dict], mode: str) -> list[str]:

@@ -9,6 +9,9 @@ from .base import Backend
 
 
 class DiaSafetyDetector(Backend):
+    operations = frozenset({"classify"})
+    needs_torch = True
+
     def __init__(self, cfg, data_root: str | None = None):
         import transformers
 
@@ -35,7 +38,7 @@ class DiaSafetyDetector(Backend):
                 p, unsafe = float(every[category][i]), bool(flagged[i, CATEGORIES.index(category)])
             else:
                 p, unsafe = max(p_unsafe.values()), bool(veto[i])
-            out.append({"label": labels[i], "unsafe": bool(unsafe), "score": round(p, 4), "p_unsafe": p_unsafe})
+            out.append({"unsafe": bool(unsafe), "score": round(p, 4), "category": labels[i], "p_unsafe": p_unsafe})
         return out
 
     @classmethod

@@ -14,6 +14,9 @@ from .base import Backend, utterance_texts
 
 
 class DetoxifyBackend(Backend):
+    operations = frozenset({"classify"})
+    needs_torch = True
+
     def __init__(self, cfg, data_root: str | None = None):
         if not cfg.pretrained or not Path(cfg.pretrained).expanduser().is_file():
             raise BenchmarkError(f"model {cfg.name}: model.pretrained={cfg.pretrained!r} must be a local Detoxify "
@@ -38,6 +41,6 @@ class DetoxifyBackend(Backend):
             for i in range(len(batch)):
                 per_attribute = {k: float(v[i] if isinstance(v, list) else v) for k, v in scores.items()}
                 top = max(per_attribute.values())
-                out.append({"label": "Unsafe" if top > self.threshold else "Safe", "unsafe": top > self.threshold,
+                out.append({"unsafe": top > self.threshold,
                             "score": round(top, 4), "attributes": per_attribute})
         return out

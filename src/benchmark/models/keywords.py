@@ -11,6 +11,8 @@ from .base import Backend
 
 
 class Keywords(Backend):
+    operations = frozenset({"classify"})
+
     def __init__(self, cfg, data_root: str | None = None):
         if not cfg.phrases:
             raise BenchmarkError(f"model {cfg.name}: backend keywords needs model.phrases (a list of phrases)")
@@ -22,7 +24,7 @@ class Keywords(Backend):
         for x in inputs:
             text = str(x.get(self.part, "")).lower()
             hit = next((p for p in self.phrases if p in text), None)
-            out.append({"label": "Unsafe" if hit else "Safe", "unsafe": hit is not None, "score": float(hit is not None),
+            out.append({"unsafe": hit is not None, "score": float(hit is not None),
                         "matched": hit})
         return out
 

@@ -1,4 +1,5 @@
-"""Language models through lm-eval: hf, vllm, local-chat-completions (any OpenAI-compatible server).
+"""Language models through lm-eval: hf, vllm, local-chat-completions (any OpenAI-compatible server), and any model
+registered in lm-eval's registry (`backend: lm-eval:NAME`).
 
 lm-eval does the batching, chat templates and tokenisation; this adapter turns the suite's chat messages into
 lm-eval requests. API requests go through lm-eval's chat-completions client with the suite's per-request retries
@@ -11,6 +12,7 @@ import os
 
 from .. import BenchmarkError
 from .base import Backend
+from .registry import LMEVAL_PREFIX
 from .weights import dequantised, load_error, locate
 
 API_BACKENDS = {"local-chat-completions"}
@@ -39,6 +41,9 @@ def _backend_kwargs(cfg) -> dict:
             if not key:
                 raise BenchmarkError(f"model {cfg.name}: environment variable {cfg.api_key_env} (model.api_key_env) is not set")
             kwargs["header"] = {"Authorization": f"Bearer {key}"}
+    elif cfg.backend.startswith(LMEVAL_PREFIX):  # lm-eval's own model: the config names its model, the rest is args
+        kwargs = {k: v for k, v in (("pretrained", cfg.pretrained), ("model", cfg.served_model),
+                                    ("base_url", cfg.base_url)) if v}
     else:
         if not cfg.pretrained:
             raise BenchmarkError(f"model {cfg.name}: backend {cfg.backend} needs model.pretrained (a hub id or a local path)")
@@ -125,6 +130,8 @@ VLLM_MISSING = (
 
 
 class LMEvalBackend(Backend):
+    needs_torch = True
+
     def __init__(self, cfg, data_root: str | None = None):
         from importlib.util import find_spec
 
@@ -133,13 +140,18 @@ class LMEvalBackend(Backend):
         if cfg.backend in API_BACKENDS:
             check_api_settings(cfg)
             from .api import ChatCompletions as cls
+
+            self.operations = frozenset({"generate"})  # a chat API gives no log-likelihoods or context length
         else:
             from lm_eval.api.registry import get_model
 
+            name = cfg.backend.removeprefix(LMEVAL_PREFIX)
             try:
-                cls = get_model(cfg.backend)
+                cls = get_model(name)
             except Exception as e:  # a broken install, an unknown name
-                raise BenchmarkError(f"model {cfg.name}: lm-eval backend {cfg.backend!r} is unavailable: {e}") from None
+                raise BenchmarkError(f"model {cfg.name}: lm-eval backend {name!r} is unavailable: {e}") from None
+            generic = cfg.backend.startswith(LMEVAL_PREFIX)
+            self.operations = frozenset({"generate", "loglikelihood", *(() if generic else ("overflow",))})
         self.cfg = cfg
         self._generator = None  # backend hf: the prefix-caching generator, made on first use
         try:
@@ -180,11 +192,6 @@ class LMEvalBackend(Backend):
         if self.cfg.backend in API_BACKENDS:
             return super().overflow(messages, max_new_tokens)
         return len(self.lm.tok_encode(self._context(messages))) + max_new_tokens - self.lm.max_length
-
-    def supports(self, op):
-        if self.cfg.backend in API_BACKENDS and op in ("overflow", "loglikelihood"):
-            return False
-        return super().supports(op)
 
     def generate(self, conversations, generation, seeds=None):
         """Sampled requests carry their own seeds (`seeds`): API backends send each with its request; `hf` seeds each

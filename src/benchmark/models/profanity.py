@@ -9,6 +9,8 @@ _INPUTS = ("response", "context+response")
 
 
 class ProfanityCheck(Backend):
+    operations = frozenset({"classify"})
+
     def __init__(self, cfg, data_root: str | None = None):
         if cfg.input not in _INPUTS:
             raise BenchmarkError(f"model {cfg.name}: model.input={cfg.input!r}; profanity-check reads one of {_INPUTS}")
@@ -22,7 +24,7 @@ class ProfanityCheck(Backend):
         texts = utterance_texts(inputs, self.input)
         probs = self._predict_prob(texts)
         return [
-            {"label": "Unsafe" if p > self.threshold else "Safe", "unsafe": bool(p > self.threshold), "score": float(p)}
+            {"unsafe": bool(p > self.threshold), "score": float(p)}
             for p in probs
         ]
 

@@ -19,6 +19,8 @@ def normalise(text) -> str:
 
 
 class Replay(Backend):
+    operations = frozenset({"replay"})  # and generate, for a replay matched by text (see generate)
+
     def __init__(self, cfg, data_root: str | None):
         from ..data import load_rows, record_id
 
@@ -31,6 +33,8 @@ class Replay(Backend):
         self.name = cfg.name
         self.template = spec.output
         self.match = spec.match
+        if spec.match:
+            self.operations = frozenset({"replay", "generate"})
         if spec.match:
             if not spec.id_field:
                 raise BenchmarkError(f"model {cfg.name}: replay.match needs replay.id_field (the file's text field)")

@@ -63,7 +63,7 @@ def _non_string_keys(value: Any, path: str) -> list[str]:
 @functools.lru_cache(maxsize=4096)
 def _config_problems(blob: str, allow_remote_code: bool, prefix: str, types: bool) -> tuple[tuple[str, str], ...]:
     """check_model_config's findings as (field, message), computed once per distinct config."""
-    from ..models import BACKENDS
+    from ..models.registry import backend_names, known_backend
     from ..schema import ModelConfig
 
     data = json.loads(blob)
@@ -105,9 +105,9 @@ def _config_problems(blob: str, allow_remote_code: bool, prefix: str, types: boo
         if not data.get(key):
             problems.append(Problem(where, f"{prefix}{key}", "missing"))
     backend = data.get("backend")
-    if backend and backend not in BACKENDS:
+    if backend and not known_backend(backend):
         problems.append(Problem(where, f"{prefix}backend", f"unknown backend {backend!r}; available: "
-                                                           f"{', '.join(BACKENDS)}"))
+                                                           f"{', '.join(backend_names())}"))
     problems += _path_problems(data, where, prefix)
     args = data.get("args")
     if args is not None and not isinstance(args, dict):

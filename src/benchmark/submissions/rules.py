@@ -251,7 +251,7 @@ def _differing_ids(card: dict, kind, samples: list[dict], data_root: str | None)
     from ..runner import usable_records
 
     try:
-        _, items, _ = usable_records(kind.task, kind, data_root)
+        _, items, _ = usable_records(kind, data_root)
     except BenchmarkError:
         return []
     truth = {r["id"]: kind.reference(r) for r in items}
