@@ -103,3 +103,25 @@ def test_a_write_outlasts_a_lock_held_past_the_busy_timeout(tmp_path, monkeypatc
     other.close()
     assert cache.get_many(["ours", "theirs"]) == {"ours": {"label": "Safe"}, "theirs": 1}
     cache.close()
+
+
+def test_answers_cached_in_another_shape_are_asked_again(tmp_path):
+    """A backend that changes the shape of its answers says so (answer_shape): the old answers are not read as new."""
+    from benchmark.cache import ResponseCache
+    from benchmark.models.base import Backend
+    from benchmark.models.cached import CachedModel
+
+    class Judge(Backend):
+        operations = frozenset({"classify"})
+        answer_shape = "v1"
+
+        def classify(self, inputs):
+            return [{"unsafe": False, "shape": self.answer_shape} for _ in inputs]
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    judge = Judge()
+    first = CachedModel(judge, "sha", cache)
+    assert first("classify", [{"input": {"response": "x"}}])[0]["shape"] == "v1" and first.calls == 1
+    judge.answer_shape = "v2"
+    second = CachedModel(judge, "sha", cache)
+    assert second("classify", [{"input": {"response": "x"}}])[0]["shape"] == "v2" and second.calls == 1

@@ -100,7 +100,7 @@ def test_failed_job_is_listed_and_the_others_finish(tmp_path, data_root):
     assert set(rows) == {("profanity-check", "diasafety")}
     assert (tmp_path / rows[("profanity-check", "diasafety")][-1]).is_file()
     failed = proc.stdout[proc.stdout.index("failed jobs:") :]
-    assert "job 1 (profanity-check on ricota): task ricota: classifier models need classify.classifier_input" in failed
+    assert "job 1 (profanity-check on ricota): task ricota: classify: a classifier model answers one question of a task with classify.classifier_input" in failed
     assert "Traceback" not in proc.stderr
 
     again = run_cli(*args, "task=diasafety", cwd=tmp_path)
@@ -172,6 +172,7 @@ def test_summary_table_shows_units_failed_requests_and_varying_overrides():
 
 KILLED_JOB_APP = '''
 import os
+import time
 
 import hydra
 
@@ -179,6 +180,7 @@ import hydra
 @hydra.main(version_base="1.3", config_path=None, config_name=None)
 def main(cfg):
     if cfg.x == 1:
+        time.sleep(5)  # after the other job has reported, however busy the machine
         os._exit(137)  # killed from outside, as the out-of-memory killer or a Slurm time limit would
     return {"status": "ok", "model": "m", "task": "t", "headline": "h", "card": "c", "failed_requests": 0,
             "metric": {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 2}}

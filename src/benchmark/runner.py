@@ -14,7 +14,9 @@ import shutil
 import sys
 import time
 from datetime import datetime, timezone
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -22,8 +24,9 @@ from omegaconf.errors import OmegaConfBaseException
 from . import BenchmarkError, __version__, scorecard
 from .cache import ResponseCache
 from .files import write_json
-from .hashing import file_sha256, sha256_json
-from .kinds import make_kind
+from .hashing import sha256_json
+from .data import Records
+from .kinds import Kind, make_kind
 from .models import load_backend, model_sha256, pin_content
 from .models.cached import CachedModel
 
@@ -112,26 +115,18 @@ def _read_json(path: Path):
         raise BenchmarkError(f"{path} is unreadable ({e}); remove it and rerun the same command to resume") from None
 
 
-_HELD: dict[str, object] = {}  # the lock of each folder this process runs in
-
-
 def _lock(run_dir: Path):
-    """One run at a time in a folder (two jobs of a sweep can resolve to the same one); held until the run ends.
-    A lock this process still holds from a run that stopped with an error is let go first."""
-    import fcntl
+    """One run at a time in a folder (two jobs of a sweep can resolve to the same one): a lock file that works on
+    every OS, held until the run ends, however it ends."""
+    from filelock import FileLock, Timeout
 
-    key = str(run_dir.resolve())
-    if key in _HELD:
-        _HELD.pop(key).close()
-    handle = open(run_dir / ".lock", "w")
+    lock = FileLock(str(run_dir / ".lock"))
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
+        lock.acquire(timeout=0)
+    except Timeout:
         raise BenchmarkError(f"another run is writing {run_dir} now (the same model, task, data, limit, seed and "
                              "bootstrap); wait for it, or give this one another output_dir") from None
-    _HELD[key] = handle
-    return handle
+    return lock
 
 
 def _check_manifest(run_dir: Path, manifest: dict) -> None:
@@ -206,6 +201,13 @@ def _attacker(cfg, kind):
 # the same model again (on another task, with other settings) does not load it again
 _KEPT: dict = {}
 
+def task_sha256(task: dict) -> str:
+    """What decides a task's results: its config's values that are not the schema's defaults."""
+    from .schema import TaskConfig, essential
+
+    return sha256_json(essential(task, TaskConfig))
+
+
 def usable_records(kind, data_root: str | None):
     """The task's records as loaded, those it can score, and {"id", "error"} for each of the others."""
     records = kind.load_records(data_root)
@@ -233,9 +235,37 @@ def pins(task_name: str, data_root: str | None, overrides: tuple[str, ...] = ())
             "reference_sha256": reference_sha256(kind, [{"id": r["id"], **kind.reference(r)} for r in items])}
 
 
-def run(cfg) -> tuple[dict, Path]:
-    started = time.perf_counter()
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+@dataclass
+class Plan:
+    """Everything a run is, decided before any model loads: its configs and their hashes, its records, its folder."""
+
+    cfg: Any  # the composed run config; each model config with its content pinned (models.pin_content)
+    kind: Kind
+    voters: dict  # judging step -> the panel keys that vote on it
+    judge_cfgs: dict  # panel key -> judge model config
+    attacker_cfg: Any
+    hashes: dict  # model, task, judges {key: sha}, attacker
+    records: Records  # the task's records as loaded
+    items: list  # the records this run evaluates (ids=, limit= applied)
+    malformed: list  # {"id", "error"} of the records the task cannot score
+    manifest: dict  # what the run folder belongs to
+    run_dir: Path
+
+
+@dataclass
+class Execution:
+    """What asking the models gave: one sample per planned record, in record order, and what it cost."""
+
+    samples: list
+    asked: int  # records evaluated now (the others were resumed from samples.jsonl)
+    model_calls: int = 0
+    cache_hits: int = 0
+    attacker_calls: int = 0
+    judge_calls: dict = field(default_factory=dict)
+    judge_facts: dict = field(default_factory=dict)
+
+
+def _check_settings(cfg) -> None:
     if cfg.limit is not None and cfg.limit < 0:
         raise BenchmarkError(f"limit={cfg.limit}: use a positive number of records, or null for all")
     if cfg.chunk_size < 1:
@@ -244,19 +274,23 @@ def run(cfg) -> tuple[dict, Path]:
         raise BenchmarkError(f"bootstrap={cfg.bootstrap}: use 0 (no intervals) or more resamples")
     check_name("model.name", cfg.model.name)
     check_name("task.name", cfg.task.name)
+    if cfg.task.better not in ("higher", "lower"):
+        raise BenchmarkError(f"task {cfg.task.name}: better={cfg.task.better!r}; use higher or lower")
+
+
+def plan(cfg) -> Plan:
+    """Stage 1: check the settings, compose the kind, pin and hash every model config, load and choose the records,
+    render one record's templates, and name the run folder. Loads no model and writes nothing."""
+    _check_settings(cfg)
     task, model_cfg = cfg.task, cfg.model
-    if task.better not in ("higher", "lower"):
-        raise BenchmarkError(f"task {task.name}: better={task.better!r}; use higher or lower")
-    spec = _plain_task(task)
-    kind = make_kind(spec, model_cfg)
+    kind = make_kind(_plain_task(task), model_cfg)
     voters, judge_cfgs = _judge_panel(cfg, kind)
     attacker_cfg = _attacker(cfg, kind)
     for config in (model_cfg, *judge_cfgs.values(), *([attacker_cfg] if attacker_cfg is not None else [])):
         pin_content(config, cfg.data_root)
-    model_sha = model_sha256(model_cfg)
-    judge_shas = {key: model_sha256(j) for key, j in judge_cfgs.items()}
-    attacker_sha = model_sha256(attacker_cfg) if attacker_cfg is not None else None
-    task_sha = sha256_json(OmegaConf.to_container(task, resolve=True))
+    hashes = {"model": model_sha256(model_cfg), "task": task_sha256(OmegaConf.to_container(task, resolve=True)),
+              "judges": {key: model_sha256(j) for key, j in judge_cfgs.items()},
+              "attacker": model_sha256(attacker_cfg) if attacker_cfg is not None else None}
 
     records, items, malformed = usable_records(kind, cfg.data_root)
     if cfg.ids:
@@ -270,37 +304,49 @@ def run(cfg) -> tuple[dict, Path]:
     if not items:
         why = "limit=0" if cfg.limit == 0 else f"the {records.split} split has no usable record ({records.source})"
         raise BenchmarkError(f"task {task.name}: nothing to evaluate: {why}")
-
-    known_sha = task.pinned.sha256
-    if known_sha and records.sha256 != known_sha:
-        print(
-            f"warning: the records of {records.source} differ from the version task {task.name} was built on "
-            "(pinned.sha256); the score card says so",
-            file=sys.stderr,
-        )
+    if task.pinned.sha256 and records.sha256 != task.pinned.sha256:
+        print(f"warning: the records of {records.source} differ from the version task {task.name} was built on "
+              "(pinned.sha256); the score card says so", file=sys.stderr)
     kind.preflight(items[0])
     # a new suite version may parse answers differently: it starts a new run (the response cache still answers)
-    manifest = {"model_sha256": model_sha, "task_sha256": task_sha, "data_sha256": records.sha256,
+    manifest = {"model_sha256": hashes["model"], "task_sha256": hashes["task"], "data_sha256": records.sha256,
                 "benchmark_version": __version__}
-    if judge_shas:
-        manifest["judge_sha256"] = judge_shas
-    if attacker_sha:
-        manifest["attacker_sha256"] = attacker_sha
-    run_dir = run_dir_for(cfg, manifest)
-    _prepare_dir(run_dir)
-    lock = _lock(run_dir)
-    _check_manifest(run_dir, manifest)
-    samples_path = run_dir / "samples.jsonl"
-    done = {i: s for i, s in read_samples(samples_path).items() if s.get("error") is None}
-    pending = [r for r in items if r["id"] not in done]
+    if hashes["judges"]:
+        manifest["judge_sha256"] = hashes["judges"]
+    if hashes["attacker"]:
+        manifest["attacker_sha256"] = hashes["attacker"]
+    return Plan(cfg, kind, voters, judge_cfgs, attacker_cfg, hashes, records, items, malformed, manifest,
+                run_dir_for(cfg, manifest))
 
-    calls = hits = attacker_calls = 0
+
+def execute(p: Plan) -> Execution:
+    """Stage 2: in the run folder (locked), ask the models for every record not already done, a chunk at a time, each
+    chunk's answers cached and its samples on disk before the next; measure the judges. The lock and the cache are
+    released however this ends."""
+    cfg = p.cfg
+    _prepare_dir(p.run_dir)
     _prepare_dir(Path(cfg.cache_dir), "response cache folder")
-    cache = ResponseCache(Path(cfg.cache_dir) / "responses.sqlite")
-    panel: dict = {}
+    lock = _lock(p.run_dir)
+    cache = None
+    try:
+        _check_manifest(p.run_dir, p.manifest)
+        cache = ResponseCache(Path(cfg.cache_dir) / "responses.sqlite")
+        return _ask(p, cache)
+    finally:
+        if cache is not None:
+            cache.close()
+        lock.release()
+
+
+def _ask(p: Plan, cache: ResponseCache) -> Execution:
+    cfg, kind = p.cfg, p.kind
+    samples_path = p.run_dir / "samples.jsonl"
+    done = {i: s for i, s in read_samples(samples_path).items() if s.get("error") is None}
+    pending = [r for r in p.items if r["id"] not in done]
+    out = Execution(samples=[], asked=len(pending), judge_calls={key: 0 for key in p.judge_cfgs})
     # what each judge is and how well it measured, kept beside the samples so a finished run needs no judge loaded
-    judge_facts_path = run_dir / "judges.json"
-    judge_facts = _read_json(judge_facts_path) if judge_facts_path.exists() else {}
+    facts_path = p.run_dir / "judges.json"
+    out.judge_facts = _read_json(facts_path) if facts_path.exists() else {}
     loaded: dict = {}  # one backend per distinct model: a target that is also the attacker or a judge loads once
 
     def backend(config):
@@ -311,25 +357,26 @@ def run(cfg) -> tuple[dict, Path]:
             loaded[key] = _KEPT.get(key) or load_backend(config, cfg.allow_remote_code, cfg.data_root)
         return loaded[key]
 
+    panel: dict = {}
     # a run whose judges.json is missing (or unmeasured, now asked to measure) measures its judges again, even when
     # every sample is done
-    unmeasured = cfg.judge_validity and any(f.get("measured") == NOT_MEASURED for f in judge_facts.values())
-    if pending or (judge_cfgs and (not judge_facts_path.exists() or unmeasured)):
-        panel = {key: CachedModel(backend(j), judge_shas[key], cache, j, cfg.seed)
-                 for key, j in judge_cfgs.items()}
+    unmeasured = cfg.judge_validity and any(f.get("measured") == NOT_MEASURED for f in out.judge_facts.values())
+    if pending or (p.judge_cfgs and (not facts_path.exists() or unmeasured)):
+        panel = {key: CachedModel(backend(j), p.hashes["judges"][key], cache, j, cfg.seed)
+                 for key, j in p.judge_cfgs.items()}
         if panel:
-            judge_facts = {key: _judge_facts(judge, cfg) for key, judge in panel.items()}
-            write_json(judge_facts_path, judge_facts)
+            out.judge_facts = {key: _judge_facts(judge, cfg) for key, judge in panel.items()}
+            write_json(facts_path, out.judge_facts)
     if pending:
         from tqdm import tqdm
 
-        judges = {step: [(key, panel[key]) for key in keys] for step, keys in voters.items()}
-        model = CachedModel(backend(model_cfg), model_sha, cache, model_cfg, cfg.seed)
-        if attacker_cfg is not None:
-            kind.attacker = CachedModel(backend(attacker_cfg), attacker_sha, cache, attacker_cfg,
+        judges = {step: [(key, panel[key]) for key in keys] for step, keys in p.voters.items()}
+        model = CachedModel(backend(cfg.model), p.hashes["model"], cache, cfg.model, cfg.seed)
+        if p.attacker_cfg is not None:
+            kind.attacker = CachedModel(backend(p.attacker_cfg), p.hashes["attacker"], cache, p.attacker_cfg,
                                         cfg.seed)
-        with open(samples_path, "ab", buffering=0) as out, tqdm(
-            total=len(pending), desc=f"{model_cfg.name} on {task.name}", unit="sample", disable=not cfg.progress
+        with open(samples_path, "ab", buffering=0) as log, tqdm(
+            total=len(pending), desc=f"{cfg.model.name} on {cfg.task.name}", unit="sample", disable=not cfg.progress
         ) as bar:
             for start in range(0, len(pending), cfg.chunk_size):
                 chunk = pending[start : start + cfg.chunk_size]
@@ -337,94 +384,50 @@ def run(cfg) -> tuple[dict, Path]:
                 for sample in kind.evaluate(chunk, model, judges):
                     lines.append(json.dumps(sample, ensure_ascii=False) + "\n")
                     done[sample["id"]] = sample
-                _append(out, "".join(lines).encode("utf-8"), samples_path)
+                _append(log, "".join(lines).encode("utf-8"), samples_path)
                 bar.update(len(chunk))
-        calls, hits = model.calls, model.hits
-        if attacker_cfg is not None:
-            attacker_calls = kind.attacker.calls
+        out.model_calls, out.cache_hits = model.calls, model.hits
+        if p.attacker_cfg is not None:
+            out.attacker_calls = kind.attacker.calls
     if loaded:
         _KEPT.clear()
         _KEPT.update({k: b for k, b in loaded.items() if not b.supports("replay")})  # replays reread their file
-    judge_calls = {key: panel[key].calls if key in panel else 0 for key in judge_cfgs}
-    cache.close()
+    out.judge_calls = {key: panel[key].calls if key in panel else 0 for key in p.judge_cfgs}
+    out.samples = [done[r["id"]] for r in p.items]
+    _write_in_order(samples_path, out.samples)
+    return out
 
-    # one line per record, in record order: rewrite the log when retries or a wider earlier run left extra lines
-    ordered = [done[r["id"]] for r in items]
-    with open(samples_path, "rb") as f:
+
+def _write_in_order(path: Path, samples: list[dict]) -> None:
+    """One line per record, in record order: rewrite the log when retries or a wider earlier run left extra lines."""
+    with open(path, "rb") as f:
         lines_on_disk = sum(1 for _ in f)
-    if lines_on_disk != len(ordered):
-        tmp = samples_path.with_name(f".samples.{os.getpid()}.jsonl.tmp")
-        try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.writelines(json.dumps(s, ensure_ascii=False) + "\n" for s in ordered)
-            os.replace(tmp, samples_path)
-        except OSError as e:
-            raise BenchmarkError(f"could not rewrite {samples_path}: {e.strerror or e}; make room and rerun the "
-                                 "same command: it makes no model call") from None
+    if lines_on_disk == len(samples):
+        return
+    tmp = path.with_name(f".samples.{os.getpid()}.jsonl.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(s, ensure_ascii=False) + "\n" for s in samples)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        raise BenchmarkError(f"could not rewrite {path}: {e.strerror or e}; make room and rerun the same command: "
+                             "it makes no model call") from None
 
-    metrics, breakdown = kind.score(ordered, cfg.bootstrap, cfg.seed)
-    wall = time.perf_counter() - started
-    card = {
-        "schema_version": scorecard.SCHEMA_VERSION,
-        "task": {
-            "name": task.name,
-            "version": task.version,
-            "kind": task.kind,
-            "language": task.language,
-            "headline": task.headline,
-            "config_sha256": task_sha,
-        },
-        "model": {
-            "name": model_cfg.name,
-            "backend": model_cfg.backend,
-            "config_sha256": model_sha,
-            "metadata": OmegaConf.to_container(model_cfg.metadata, resolve=True),
-            "config": OmegaConf.to_container(model_cfg, resolve=True),
-        },
-        "dataset": {
-            "source": records.source,
-            "split": records.split,
-            "n": len(items),
-            "n_total": len(records.items) + len(records.malformed),
-            "sha256": records.sha256,
-            "sha256_matches_task": None if not known_sha else records.sha256 == known_sha,
-            "malformed": malformed,
-        },
-        "judges": [
-            {"step": step, "voter": key, "name": judge_cfgs[key].name, "backend": judge_cfgs[key].backend,
-             "config_sha256": judge_shas[key], **kind.describe_step(step),
-             "config": OmegaConf.to_container(judge_cfgs[key], resolve=True),
-             **judge_facts.get(key, {})}
-            for step, keys in voters.items() for key in keys
-        ],
-        **({"attacker": {"name": attacker_cfg.name, "backend": attacker_cfg.backend, "config_sha256": attacker_sha,
-                         "config": OmegaConf.to_container(attacker_cfg, resolve=True)}} if attacker_cfg else {}),
-        "metrics": metrics,
-        "breakdown": breakdown,
-        "run": {
-            "started_at": started_at,
-            "wall_s": round(wall, 3),
-            "samples_per_s": round(len(pending) / wall, 3) if pending else 0.0,
-            "model_calls": calls,
-            "judge_calls": judge_calls,
-            "attacker_calls": attacker_calls,
-            "cache_hits": hits,
-            "resumed": len(items) - len(pending),
-            "failed": sum(1 for s in ordered if s.get("error")),
-            "seed": cfg.seed,
-            "limit": cfg.limit,
-            "bootstrap": cfg.bootstrap,
-            "versions": scorecard.versions(),
-            "git_commit": scorecard.git_commit(),
-        },
-        "samples": {"file": samples_path.name, "sha256": file_sha256(samples_path), "n": len(ordered)},
-    }
-    card_path = run_dir / "scorecard.json"
+
+def run(cfg) -> tuple[dict, Path]:
+    """plan -> execute -> score -> card: the card (scorecard.assemble) and its path."""
+    started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat(timespec="seconds")
+    p = plan(cfg)
+    done = execute(p)
+    metrics, breakdown = p.kind.score(done.samples, cfg.bootstrap, cfg.seed)
+    samples_path = p.run_dir / "samples.jsonl"
+    card = scorecard.assemble(p, done, metrics, breakdown, samples_path, started_at, time.perf_counter() - started)
+    card_path = p.run_dir / "scorecard.json"
     try:
         scorecard.write(card, card_path)
     except OSError as e:
         raise BenchmarkError(f"could not write {card_path}: {e.strerror or e}; make room and rerun the same "
                              "command: it makes no model call") from None
-    _HELD.pop(str(run_dir.resolve()), None)
-    lock.close()
     return card, card_path

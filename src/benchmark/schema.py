@@ -344,6 +344,49 @@ class DetectorEvalConfig:
     seed: int = 1234
 
 
+def essential(data, cls):
+    """A config (plain data) without the values its schema class would give by default, in nested configs and in
+    lists and maps of them too: what a config's hash is taken of, so a field added to the schema later (with a
+    default that keeps today's behaviour) leaves every existing config's hash, and its cached answers, as they are."""
+    import dataclasses
+    import typing
+
+    if not isinstance(data, dict) or not dataclasses.is_dataclass(cls):
+        return data
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        default = (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+        if dataclasses.is_dataclass(default):
+            default = dataclasses.asdict(default)
+        if value == default:
+            continue
+        out[f.name] = _essential_value(value, hints[f.name])
+    out.update({k: v for k, v in data.items() if k not in {f.name for f in dataclasses.fields(cls)}})
+    return out
+
+
+def _essential_value(value, hint):
+    import dataclasses
+    import typing
+
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    inner = [a for a in (hint, *args) if dataclasses.is_dataclass(a)]
+    if inner:
+        return essential(value, inner[0])
+    if typing.get_origin(hint) is typing.Union and args:
+        hint = args[0]
+    origin, sub = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (list, List) and sub and dataclasses.is_dataclass(sub[0]) and isinstance(value, list):
+        return [essential(v, sub[0]) for v in value]
+    if origin in (dict, Dict) and len(sub) == 2 and dataclasses.is_dataclass(sub[1]) and isinstance(value, dict):
+        return {k: essential(v, sub[1]) for k, v in value.items()}
+    return value
+
+
 def register() -> None:
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)

@@ -14,28 +14,12 @@ from .registry import backend_class
 _NOT_HASHED = ("name", "metadata", "batch_size", "num_concurrent", "max_retries", "retry_wait", "timeout", "device")
 
 
-def _without_defaults(data: dict, defaults: dict) -> dict:
-    """The values that differ from the schema's defaults: a field added to the schema later (with a default that
-    keeps today's behaviour) leaves every existing model's hash, and so its cached answers, as they are."""
-    out = {}
-    for key, value in data.items():
-        default = defaults.get(key)
-        if isinstance(value, dict) and isinstance(default, dict):
-            value = _without_defaults(value, default)
-            if value:
-                out[key] = value
-        elif key not in defaults or value != default:
-            out[key] = value
-    return out
-
-
 def model_sha256(cfg) -> str:
     """What decides the model's answers: the config's values that are not the schema's defaults (a replay's recorded
     file and a detector's weights through the `sha256` the run pinned in the config: pin_content)."""
-    from ..schema import ModelConfig
+    from ..schema import ModelConfig, essential
 
-    defaults = OmegaConf.to_container(OmegaConf.structured(ModelConfig), resolve=False, throw_on_missing=False)
-    data = _without_defaults(OmegaConf.to_container(cfg, resolve=True), defaults)
+    data = essential(OmegaConf.to_container(cfg, resolve=True), ModelConfig)
     for key in _NOT_HASHED:
         data.pop(key, None)
     return sha256_json(data)

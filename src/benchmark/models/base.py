@@ -17,6 +17,9 @@ class Backend:
 
     operations: frozenset[str] = frozenset()
     needs_torch: bool = False
+    # the shape of this backend's answers, part of every cached answer's key: change it when the shape changes, so
+    # answers cached in the old shape are never read as the new one ("" for text answers: the model's own words)
+    answer_shape: str = ""
 
     @classmethod
     def content_sha256(cls, cfg, data_root: str | None) -> str | None:

@@ -32,7 +32,8 @@ class CachedModel:
             name = self._name()
             raise BenchmarkError(f"model {name} (backend {type(self.backend).__name__}) cannot {op}; this task needs "
                                  f"a model that can (see the task's kind in README)")
-        keys = [request_key(self.sha, op, self._keyed(op, p)) for p in payloads]
+        shape = self.backend.answer_shape
+        keys = [request_key(self.sha + (f"/{shape}" if shape else ""), op, self._keyed(op, p)) for p in payloads]
         found = self.cache.get_many(keys)
         self.hits += sum(k in found for k in keys)
         todo = {}

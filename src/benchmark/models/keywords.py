@@ -12,6 +12,7 @@ from .base import Backend
 
 class Keywords(Backend):
     operations = frozenset({"classify"})
+    answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
 
     def __init__(self, cfg, data_root: str | None = None):
         if not cfg.phrases:

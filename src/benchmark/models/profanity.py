@@ -10,6 +10,7 @@ _INPUTS = ("response", "context+response")
 
 class ProfanityCheck(Backend):
     operations = frozenset({"classify"})
+    answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
 
     def __init__(self, cfg, data_root: str | None = None):
         if cfg.input not in _INPUTS:

@@ -36,7 +36,9 @@ def _validator() -> jsonschema.Draft202012Validator:
 
 @functools.lru_cache(maxsize=None)
 def _task_sha256(name: str) -> str:
-    return sha256_json(task_registry()[name])
+    from ..schema import TaskConfig, essential
+
+    return sha256_json(essential(task_registry()[name], TaskConfig))
 
 
 def _schema_problems(card: dict, where: str) -> list[Problem]:
