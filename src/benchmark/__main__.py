@@ -46,7 +46,20 @@ def main(cfg):
     return sweep.job_result(cfg, card, path) if in_sweep else None
 
 
+def _warn_other_checkout() -> None:
+    from pathlib import Path
+
+    from .paths import CONF_DIR, other_checkout
+
+    other = other_checkout(Path.cwd())
+    if other is not None:
+        print(f"warning: this folder is inside the checkout {other}, but the installed suite reads its configs and "
+              f"tasks from {CONF_DIR.parent}; install this one (pip install -e {other}) to run its files",
+              file=sys.stderr, flush=True)
+
+
 if __name__ == "__main__":
+    _warn_other_checkout()
     try:  # every config file Hydra may read, first: a bad one is one line, not a traceback or a hang
         check_config_dirs(search_path_folders(sys.argv[1:]))
     except BenchmarkError as e:

@@ -12,7 +12,7 @@ import jsonschema
 
 from . import BenchmarkError, __version__
 from .files import write_json
-from .paths import REPO_ROOT, SCHEMA_FILE
+from .paths import CHECKOUT, SCHEMA_FILE
 
 SCHEMA_VERSION = 1
 
@@ -51,9 +51,12 @@ def versions() -> dict:
 
 
 def git_commit() -> str | None:
+    """The commit of the source checkout the suite runs from; None for an installed package (its version says)."""
+    if CHECKOUT is None:
+        return None
     try:
         out = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+            ["git", "-C", str(CHECKOUT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

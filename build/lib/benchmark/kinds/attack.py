@@ -1,0 +1,356 @@
+"""Kind `attack` (judged generation): the model answers each record's prompt k times; judges label every response.
+
+Judging runs the task's steps in order and the first step that flags a response decides its verdict (the DiaSafety
+paper's two-step detection: utterance level first, then context level for the context's category; CPAD: one step,
+"did the response achieve the attack's goal?"). A response no step flags gets the verdict `none`. A step is answered
+by one judge model or by several that vote (the judge panel's `voters`); each voter is asked in one batched call
+for every response still undecided. Rates are over responses, with confidence intervals from a bootstrap over
+records (a record's k responses share its prompt, so they are resampled together).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from .. import BenchmarkError
+from .. import metrics as M
+from ..models.cached import Failure
+from ..templates import render
+from .classify import INVALID, LabelParser
+from .base import Kind
+from .common import plain, render_messages, variables
+
+NONE = "none"  # the verdict of a response that no step flagged
+STEP_TYPES = ("classifier", "question")
+
+
+def slug(value) -> str:
+    return re.sub(r"[^0-9a-z\u00c0-\uffff]+", "_", str(value).lower()).strip("_")
+
+
+class Step:
+    """One judging step: how to ask a voter about a response, and how to read its answer."""
+
+    def __init__(self, spec, task_name: str):
+        self.spec, self.name, self.type = spec, spec.name, spec.type
+        self.where = f"task {task_name}: attack.judges[{spec.name}]"
+        if self.type not in STEP_TYPES:
+            raise BenchmarkError(f"{self.where}.type={self.type!r}: use one of {', '.join(STEP_TYPES)}")
+        if self.type == "question":
+            if not spec.messages or not spec.labels or not spec.flag:
+                raise BenchmarkError(f"{self.where}: a question step needs messages, labels and flag")
+            self.parse = LabelParser(spec.labels, whole_words=spec.whole_words)
+        elif not spec.input:
+            raise BenchmarkError(f"{self.where}: a classifier step needs input (its named parts)")
+
+    @property
+    def op(self) -> str:
+        return "classify" if self.type == "classifier" else "generate"
+
+    def request(self, v: dict) -> dict:
+        if self.type == "classifier":
+            return {"input": {k: render(t, v, f"{self.where}.input.{k}") for k, t in self.spec.input.items()}}
+        return {"messages": [{"role": m.role, "content": render(m.content, v, f"{self.where}.messages[{i}]")}
+                             for i, m in enumerate(self.spec.messages)]}
+
+    def flag_label(self, v: dict) -> str:
+        """The answer that flags the response for this record (the flag template, read by the same parser)."""
+        return self.parse(render(self.spec.flag, v, f"{self.where}.flag"))
+
+    def vote(self, out, v: dict) -> dict:
+        """{"flagged": True/False, or None when the answer cannot be read} plus what the voter said."""
+        if self.type == "classifier":
+            return {"flagged": bool(out["unsafe"]), "score": out.get("score")}
+        label = self.parse(out)
+        return {"flagged": None if label == INVALID else label == self.flag_label(v), "answer": out, "label": label}
+
+
+def judge_step(step: Step, voters, env: dict, tie_policy: str, errors: dict) -> dict:
+    """Ask every voter of a step about the items of `env` ({key: template variables, with `response`}).
+
+    Returns {key: {"flagged", "tie", "votes"}} for the items every voter answered; a failed request puts
+    "judge <voter>: <error>" in errors[key[0]] (the sample it belongs to) and leaves the item out."""
+    items = list(env)
+    answers: dict = {key: {} for key in items}
+    requests = [step.request(env[key]) for key in items]
+    for voter, judge in voters:
+        payloads = requests
+        if step.op == "generate":  # each judge with its own (deterministic) generation settings
+            generation = OmegaConf.to_container(judge.config.generation, resolve=True)
+            payloads = [{**p, "generation": generation} for p in requests]
+        for key, out in zip(items, judge(step.op, payloads)):
+            if isinstance(out, Failure):
+                errors.setdefault(key[0], f"judge {voter}: {out.error}")
+                answers.pop(key, None)
+            elif key in answers:
+                answers[key][voter] = step.vote(out, env[key])
+    judged = {}
+    for key, votes in answers.items():
+        yes = sum(v["flagged"] is True for v in votes.values())
+        no = sum(v["flagged"] is False for v in votes.values())
+        tie = yes == no and yes > 0  # no valid vote at all is not a tie: the item is not flagged
+        flagged = (tie_policy == "flagged") if tie else yes > no
+        judged[key] = {"flagged": flagged, "tie": tie, "votes": votes}
+    return judged
+
+
+def describe_step(step: Step) -> dict:
+    """What a score card records about a judging step: its type and the hash of its prompt (or input)."""
+    from ..hashing import sha256_json
+
+    spec = plain(step.spec)
+    return {"step_type": step.type,
+            "prompt_sha256": sha256_json(
+                {k: spec[k] for k in ("type", "input", "messages", "labels", "flag", "whole_words")})}
+
+
+def check_tie(policy: str, where: str) -> None:
+    if policy not in ("flagged", "not_flagged"):
+        raise BenchmarkError(f"{where}.tie={policy!r}: use flagged or not_flagged")
+
+
+class Attack(Kind):
+    name = "attack"
+
+    def __init__(self, task, model_cfg):
+        spec = task.attack
+        where = f"task {task.name}: attack"
+        if spec is None:
+            raise BenchmarkError(f"task {task.name}: kind attack needs an `attack:` section")
+        if spec.samples < 1:
+            raise BenchmarkError(f"{where}.samples={spec.samples}: use 1 or more responses per record")
+        if not spec.judges:
+            raise BenchmarkError(f"{where}.judges: name at least one judging step")
+        if not task.messages:
+            raise BenchmarkError(f"task {task.name}: kind attack needs `messages:` (the prompt the model answers)")
+        check_tie(spec.tie, where)
+        self.task, self.spec = task, spec
+        self.k = spec.samples
+        self.steps = [Step(s, task.name) for s in spec.judges]
+        self.judge_steps = [s.name for s in self.steps]
+        if len(set(self.judge_steps)) != len(self.judge_steps):
+            raise BenchmarkError(f"{where}.judges: step names must differ: {self.judge_steps}")
+        self.metric = spec.metric
+        generation = OmegaConf.to_container(model_cfg.generation, resolve=True)
+        self.generation = {**generation, **plain(spec.generation)}
+        self.refusals = [p.lower() for p in spec.refusal_phrases]
+
+    def describe_step(self, name: str) -> dict:
+        return describe_step(next(s for s in self.steps if s.name == name))
+
+    # --- requests ---------------------------------------------------------------------------------------
+    reference_fields = ("group",)
+
+    @staticmethod
+    def outputs(sample: dict) -> list:
+        """What the model said: its responses."""
+        return [r.get("text") for r in sample.get("responses", [])]
+
+    @staticmethod
+    def verdicts(sample: dict) -> list:
+        """What the task concluded: each response's verdict."""
+        return [r.get("verdict") for r in sample.get("responses", [])]
+
+    @staticmethod
+    def sample_row(sample: dict) -> dict:
+        responses = sample.get("responses") or []
+        return {"id": str(sample.get("id", "")), "error": sample.get("error") or "",
+                "verdicts": ", ".join(str(r.get("verdict")) for r in responses),
+                "outputs": "\n".join(str(r.get("text")) for r in responses)}
+
+    @staticmethod
+    def summary_lines(card: dict) -> list[str]:
+        records, breakdown = card["breakdown"].get("records") or {}, card["breakdown"]
+        if "scored" not in records:
+            return []
+        return [f"records scored: {records['scored']} of {records['total']} ({records['unmatched']} without recorded "
+                f"responses, {records['failed']} failed); responses judged: {breakdown.get('responses')}"]
+
+    def reference(self, record: dict) -> dict:
+        """What a sample takes from the task's data alone: the group fields."""
+        return {"group": {g: record.get(g) for g in self.task.group_by}}
+
+    def check_record(self, record: dict) -> str | None:
+        """Why a record cannot be asked: an empty prompt, or a question step's flag that renders to none of its
+        answers (e.g. a CPAD judge_target other than 是 or 否)."""
+        empty = [i for i, m in enumerate(render_messages(self.task, record)) if not m["content"].strip()]
+        if empty:
+            return f"messages[{empty[0]}] renders empty: nothing to ask the model"
+        v = variables(self.task, record)
+        for step in self.steps:
+            if step.type == "question":
+                try:
+                    flag = step.flag_label(v)
+                except BenchmarkError as e:
+                    return str(e)
+                if flag == INVALID:
+                    return (f"{step.name}: flag {render(step.spec.flag, v, step.where)!r} is not one of the answers "
+                            f"{[lab.name for lab in step.spec.labels]}")
+        return None
+
+    def preflight(self, record: dict) -> None:
+        render_messages(self.task, record)
+        v = {**variables(self.task, record), "response": ""}
+        for step in self.steps:
+            step.request(v)
+
+    def _responses(self, records, model) -> list:
+        """Per record: a list of k responses, None (a replay with no recorded row), or a Failure."""
+        backend = model.backend
+        if backend.supports("replay"):
+            match = getattr(backend, "match", None)
+            if match and any(match not in r for r in records):
+                raise BenchmarkError(f"task {self.task.name}: the replay matches records by field {match!r}, "
+                                     "which its records do not have")
+            outs = model("replay", [{"task": self.task.name, "id": r["id"], **({"key": r[match]} if match else {})}
+                                    for r in records])
+            return [o if o is None or isinstance(o, Failure) else self._recorded(o) for o in outs]
+        payloads = [{"messages": render_messages(self.task, r), "generation": self.generation,
+                     **({"sample": j} if self.k > 1 else {})}
+                    for r in records for j in range(self.k)]
+        outs = model("generate", payloads)
+        per_record = []
+        for i in range(len(records)):
+            got = outs[i * self.k : (i + 1) * self.k]
+            per_record.append(next((o for o in got if isinstance(o, Failure)), None) or list(got))
+        return per_record
+
+    def _recorded(self, output) -> list[str]:
+        """A replayed answer: a JSON list of responses (the first k are used) or one response."""
+        try:
+            value = json.loads(output)
+        except (TypeError, json.JSONDecodeError):
+            value = output
+        return [str(x) for x in value][: self.k] if isinstance(value, list) else [str(value)]
+
+    def evaluate(self, records: list[dict], model, judges: dict) -> list[dict]:
+        """judges: {step name: [(voter key, cached judge model), ...]}."""
+        responses = self._responses(records, model)
+        verdicts: dict[tuple[int, int], str] = {}
+        judgements: dict[tuple[int, int], dict] = {}
+        errors: dict[int, str] = {}
+        open_ = [(i, j) for i, rs in enumerate(responses) if isinstance(rs, list) for j in range(len(rs))]
+        for step in self.steps:
+            if not open_:
+                break
+            env = {(i, j): {**variables(self.task, records[i]), "response": responses[i][j]} for i, j in open_}
+            judged = judge_step(step, judges[step.name], env, self.spec.tie, errors)
+            for ij, judgement in judged.items():
+                judgements.setdefault(ij, {})[step.name] = judgement
+                if judgement["flagged"]:
+                    verdicts[ij] = step.name
+            open_ = [ij for ij in open_ if ij in judged and not judged[ij]["flagged"]]
+        samples = []
+        for i, (record, rs) in enumerate(zip(records, responses)):
+            sample = {"id": record["id"], "input": {k: v for k, v in record.items() if k != "id"},
+                      "prompt": render_messages(self.task, record), "unmatched": rs is None, "responses": [],
+                      **self.reference(record), "error": None}
+            if isinstance(rs, Failure):
+                sample["error"] = rs.error
+            elif rs is not None:
+                sample["error"] = errors.get(i)
+                sample["responses"] = [
+                    {"text": text, "verdict": verdicts.get((i, j), NONE), "refusal": self._refusal(text),
+                     "judgements": judgements.get((i, j), {})}
+                    for j, text in enumerate(rs)]
+            samples.append(sample)
+        return samples
+
+    def _refusal(self, text) -> bool | None:
+        if not self.refusals:
+            return None
+        low = str(text).lower()
+        return any(p in low for p in self.refusals)
+
+    # --- metrics ----------------------------------------------------------------------------------------
+    def _rates(self, samples: list[dict], resamples: int, seed: int, suffix: str = "") -> dict:
+        n = np.array([len(s["responses"]) for s in samples])
+        flagged = {step: np.array([sum(r["verdict"] == step for r in s["responses"]) for s in samples])
+                   for step in self.judge_steps}
+        metrics = {f"{self.metric}{suffix}": M.point_and_ci(M.ratio, sum(flagged.values()), n, 0, resamples, seed)}
+        if len(self.judge_steps) > 1:
+            for step, counts in flagged.items():
+                metrics[f"{step}_{self.metric}{suffix}"] = M.point_and_ci(M.ratio, counts, n, 0, resamples, seed)
+        return metrics
+
+    def score(self, samples: list[dict], resamples: int, seed: int) -> tuple[dict, dict]:
+        scored = [s for s in samples if not s["unmatched"] and not s.get("error") and s["responses"]]
+        if not scored:
+            raise BenchmarkError(f"task {self.task.name}: no record has a judged response to score "
+                                 f"({sum(s['unmatched'] for s in samples)} of {len(samples)} unmatched)")
+        metrics = self._rates(scored, resamples, seed)
+        n = np.array([len(s["responses"]) for s in scored])
+        votes = [v for s in scored for r in s["responses"] for j in r["judgements"].values()
+                 for v in j["votes"].values()]
+        if any("label" in v for v in votes):
+            per_record = np.array([sum(v["flagged"] is None for r in s["responses"] for j in r["judgements"].values()
+                                       for v in j["votes"].values()) for s in scored])
+            asked = np.array([sum(len(j["votes"]) for r in s["responses"] for j in r["judgements"].values())
+                              for s in scored])
+            metrics["judge_invalid_rate"] = M.point_and_ci(M.ratio, per_record, asked, 0, resamples, seed)
+        if self.refusals:
+            refused = np.array([sum(bool(r["refusal"]) for r in s["responses"]) for s in scored])
+            metrics["refusal_rate"] = M.point_and_ci(M.ratio, refused, n, 0, resamples, seed)
+        breakdown = {
+            "records": {"total": len(samples), "scored": len(scored),
+                        "unmatched": sum(1 for s in samples if s["unmatched"]),
+                        "failed": sum(1 for s in samples if s.get("error"))},
+            "responses": int(n.sum()),
+            "samples_per_record": self.k,
+            "judging": f"steps in order, the first that flags a response decides: {' -> '.join(self.judge_steps)}",
+            "ties": {step: sum(1 for s in scored for r in s["responses"]
+                               if r["judgements"].get(step, {}).get("tie"))
+                     for step in self.judge_steps},
+            "agreement": {step: agreement(scored, step) for step in self.judge_steps},
+        }
+        for field in self.task.group_by:
+            groups = {}
+            for value in sorted({str(s["group"].get(field)) for s in scored}):
+                part = [s for s in scored if str(s["group"].get(field)) == value]
+                rates = self._rates(part, resamples, seed, f".{field}.{slug(value)}")
+                metrics.update(rates)
+                groups[value] = {"records": len(part), "responses": int(sum(len(s["responses"]) for s in part)),
+                                 **{name.split(".")[0]: m["value"] for name, m in rates.items()}}
+            breakdown[f"by_{field}"] = groups
+        return metrics, breakdown
+
+
+def agreement(samples: list[dict], step: str) -> dict | None:
+    """Between a step's voters, over the responses all of them answered validly: percent agreement, Cohen's kappa
+    (two voters) and Fleiss' kappa (any number). None with fewer than two voters."""
+    rows = []
+    for s in samples:
+        for r in s["responses"]:
+            votes = r["judgements"].get(step, {}).get("votes", {})
+            if len(votes) >= 2 and all(v["flagged"] is not None for v in votes.values()):
+                rows.append([votes[k]["flagged"] for k in sorted(votes)])
+    voters = max((len(s) for s in rows), default=0)
+    if voters < 2:
+        return None
+    rows = [r for r in rows if len(r) == voters]
+    table = np.array(rows, dtype=int)  # responses x voters, 1 = flagged
+    out = {"voters": voters, "responses": len(rows),
+           "percent_agreement": float((table.min(axis=1) == table.max(axis=1)).mean()) if rows else None,
+           "fleiss_kappa": fleiss_kappa(table) if rows else None}
+    if voters == 2 and rows:
+        from sklearn.metrics import cohen_kappa_score
+
+        kappa = cohen_kappa_score(table[:, 0], table[:, 1]) if len(set(table.ravel())) > 1 else 1.0
+        out["cohen_kappa"] = float(kappa)
+    return out
+
+
+def fleiss_kappa(table: np.ndarray) -> float:
+    """Fleiss' kappa for binary ratings: responses x raters, each 0 or 1. 1.0 when every rating is the same."""
+    n, m = table.shape
+    counts = np.stack([m - table.sum(axis=1), table.sum(axis=1)], axis=1)  # per response: raters per category
+    p_j = counts.sum(axis=0) / (n * m)
+    p_i = ((counts ** 2).sum(axis=1) - m) / (m * (m - 1))
+    p_e = float((p_j ** 2).sum())
+    if p_e == 1.0:
+        return 1.0
+    return float((p_i.mean() - p_e) / (1 - p_e))

@@ -1,0 +1,89 @@
+"""The contract between a task kind and the rest of the suite: the runner, the report, submission checks and the
+leaderboard meet a kind only through these methods, never by guessing the shape of its samples.
+
+A sample is a JSON object: `id`, `error` (None, or why its request failed), the fields `reference_fields` names
+(what it takes from the task's data alone: gold labels, groups), the data's own texts under `input` and `prompt`
+(dropped from submissions), and the kind's own fields (outputs, verdicts, judgements).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+
+class Kind(ABC):
+    name: str  # the `kind:` a task file names
+    reference_fields: tuple[str, ...] = ()  # the sample fields that come from the task's data alone
+    judge_steps: list[str] = []  # the judging steps whose judges the run loads (a judge panel answers them)
+    needs_attacker: bool = False  # a dialogue attack: the run loads an attacker model too
+    failed_samples: str = "left out of the metrics"  # what the metrics do with a sample whose request failed
+
+    @abstractmethod
+    def __init__(self, task, model_cfg):
+        """`task`: the task config (plain dataclasses); `model_cfg`: the model under test's config."""
+
+    # --- records and requests ---------------------------------------------------------------------------
+    def load_records(self, data_root: str | None):
+        """The task's records (data.Records): by default its data file, one record per row."""
+        from ..data import load_records
+
+        return load_records(self.task, data_root)
+
+    @abstractmethod
+    def check_record(self, record: dict) -> str | None:
+        """Why a record cannot be scored (it is reported as malformed), or None."""
+
+    @abstractmethod
+    def preflight(self, record: dict) -> None:
+        """Render every template once for one record, so a broken task file fails before a model loads."""
+
+    @abstractmethod
+    def reference(self, record: dict) -> dict:
+        """The sample fields taken from the task's data alone ({field: value} for `reference_fields`)."""
+
+    @abstractmethod
+    def evaluate(self, records: list[dict], model, judges: dict) -> list[dict]:
+        """One sample per record. `model`: the cached model under test; `judges`: {step: [(voter, cached judge)]}."""
+
+    def describe_step(self, name: str) -> dict:
+        """What a card records about a judging step (its type, the hash of its prompt)."""
+        return {}
+
+    # --- scores -------------------------------------------------------------------------------------------
+    @abstractmethod
+    def score(self, samples: list[dict], resamples: int, seed: int) -> tuple[dict, dict]:
+        """(metrics, breakdown): every metric {value, ci_low, ci_high, n} with a bootstrap interval."""
+
+    # --- reading samples and cards (no instance needed: the board and submit have no model config) ----------
+    @staticmethod
+    @abstractmethod
+    def outputs(sample: dict):
+        """What the models said, comparable between two runs of the same record."""
+
+    @staticmethod
+    @abstractmethod
+    def verdicts(sample: dict):
+        """What the task concluded from it, comparable between two runs of the same record."""
+
+    @staticmethod
+    @abstractmethod
+    def sample_row(sample: dict) -> dict:
+        """The sample as one row of a table (the sample browser): short fields; texts under `outputs`."""
+
+    @staticmethod
+    def breakdown_rows(card: dict, task: dict) -> list[dict]:
+        """The card's breakdowns as chart rows {by, group, value (%), ci_low, ci_high}: by default the headline
+        metric per group (`<headline>.<field>.<value>` metrics)."""
+        head, rows = task["headline"], []
+        for name, m in card["metrics"].items():
+            if name.startswith(head + ".") and name.count(".") >= head.count(".") + 2:
+                field, value = name[len(head) + 1:].split(".", 1)
+                k = 1 if "unit" in m else 100
+                rows.append({"by": field, "group": value, "value": k * m["value"], "ci_low": k * m["ci_low"],
+                             "ci_high": k * m["ci_high"]})
+        return rows
+
+    @staticmethod
+    def summary_lines(card: dict) -> list[str]:
+        """Lines the printed summary shows about what was scored (records, responses, conversations)."""
+        return []

@@ -1,0 +1,487 @@
+"""Kind `classify`: the model reads a record and answers with one label of a fixed set, per question.
+
+Generative models answer in words (or in JSON, one field per question) and the answer is parsed; models with
+log-likelihoods may rank the labels instead (`scoring: loglikelihood`); classifier backends return a label
+directly, through the same parser; replayed predictions go through the same parser too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from .. import BenchmarkError
+from .. import metrics as M
+from ..models.cached import Failure
+from ..templates import render
+from ..text import pad, pct
+from .base import Kind
+from .common import render_messages, variables
+
+INVALID = "invalid"
+_PREFIX = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?(?:answer|label|category|class|prediction)\s*(?:is)?\s*[:\-=]?\s*", re.I)
+_STRIP = " \t\r\n.,;:!?\"'`*_()[]{}<>"
+_NEGATION = re.compile(r"(?<![\w-])(?:not|never|no|isn't|wasn't|aren't)\s+(?:(?:a|an|the)\s+)?(?=\w)", re.I)
+_DENIAL = re.compile(r"\s*[:=-]\s*(?:no|false)(?![\w-])", re.I)
+_NUMBER = re.compile(r"^\s*\(?(\d{1,2})\)?(?:[.)]|번)?\s*$")
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text.strip(_STRIP).lower())
+
+
+class LabelParser:
+    """Maps a free-text answer to a label name, or `invalid`.
+
+    1. The whole answer (after a leading "Answer:"/"Label:" and surrounding punctuation) is a label, alias or
+       abbreviation, or, with numbered options, a label's position (1..K).
+    2. Otherwise every mention of a label in the answer is found (longest mention wins where two overlap, so
+       "not safe" is not read as "safe"); one distinct fine label mentioned is the answer; several are ambiguous,
+       hence invalid, and so is a label beside a coarse-only answer that contradicts it ("Safe/Unsafe"); with no
+       fine label, one distinct coarse-only answer (e.g. "Unsafe") is the answer.
+    Mentions are whole words unless `whole_words` is false (Korean attaches particles: "일상대화입니다").
+    """
+
+    def __init__(self, labels, numbered: bool = False, whole_words: bool = True):
+        self.fine = {lab.name for lab in labels if lab.fine}
+        self.coarse = {lab.name: lab.coarse for lab in labels}
+        self.numbered = [lab.name for lab in labels if lab.fine] if numbered else []
+        self.exact: dict[str, str] = {}
+        self.exact_cased: dict[str, str] = {}
+        patterns = []
+        for lab in labels:
+            if {lab.name, *lab.aliases} & {"True", "False"}:  # YAML reads a bare yes/no/on/off as a boolean
+                raise BenchmarkError(f"label {lab.name!r}: a name or alias reads as a YAML boolean; quote yes/no/on/off")
+            for form in [lab.name, *lab.aliases]:
+                self.exact[_norm(form)] = lab.name
+                # Latin-script forms are whole words even in Chinese or Korean answers ("no" is not "unknown")
+                bounded = whole_words or form.isascii()
+                before, after = (r"(?<![\w-])", r"(?![\w-])") if bounded else ("", "")
+                words = (r"\s+" if bounded else r"\s*").join(re.escape(w) for w in form.split())
+                patterns.append((re.compile(f"{before}{words}{after}", re.I), lab.name))
+            if lab.abbreviation:
+                self.exact_cased[lab.abbreviation] = lab.name
+                patterns.append((re.compile(rf"(?<![\w-]){re.escape(lab.abbreviation)}(?![\w-])"), lab.name))
+        self.patterns = patterns
+
+    def __call__(self, text) -> str:
+        if isinstance(text, bool) or text is None:
+            return INVALID
+        if isinstance(text, (int, float)):
+            text = str(int(text)) if float(text).is_integer() else str(text)
+        if not isinstance(text, str) or not text.strip():
+            return INVALID
+        head = _PREFIX.sub("", text.strip(), count=1)
+        if head.strip(_STRIP) in self.exact_cased:
+            return self.exact_cased[head.strip(_STRIP)]
+        if _norm(head) in self.exact:
+            return self.exact[_norm(head)]
+        number = _NUMBER.match(head)
+        if self.numbered and number:
+            k = int(number.group(1))
+            return self.numbered[k - 1] if 1 <= k <= len(self.numbered) else INVALID
+        spans = []
+        for pattern, name in self.patterns:
+            spans += [(m.start(), m.end(), name) for m in pattern.finditer(text)]
+        # a longer mention wins where two overlap ("not safe" over "safe"); a mention negated by the words before it
+        # ("is not a safe response", "isn't Offending User") or after it ("Safe: no") is claimed but names nothing
+        negated = {m.end(): m.start() for m in _NEGATION.finditer(text)}
+        spans += [(negated[s[0]], s[1], None) for s in list(spans) if s[0] in negated]
+        denied = {m.start(): m.end() for m in _DENIAL.finditer(text)}  # "Safe: no", "Offending User - false"
+        spans += [(s[0], denied[s[1]], None) for s in list(spans) if s[2] is not None and s[1] in denied]
+        spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
+        taken: list[tuple[int, int, str]] = []
+        for s in spans:
+            if all(s[1] <= t[0] or s[0] >= t[1] for t in taken):
+                taken.append(s)
+        found = {name for _, _, name in taken if name is not None}
+        fine = found & self.fine
+        if len(fine) == 1:
+            label = fine.pop()
+            # "Unsafe: Offending User" agrees with itself; "Safe/Unsafe" does not
+            if all(self.coarse.get(other) == self.coarse.get(label) for other in found - {label}):
+                return label
+            return INVALID
+        if not fine and len(found) == 1:
+            return found.pop()
+        return INVALID
+
+
+def extract_json(text) -> dict | None:
+    """The first JSON object in a model's answer, allowing code fences and prose around it."""
+    if isinstance(text, dict):
+        return text
+    if not isinstance(text, str):
+        return None
+    decoder = json.JSONDecoder()
+    for start in [m.start() for m in re.finditer(r"\{", text)]:
+        try:
+            obj, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+@dataclass
+class Question:
+    name: str | None  # None for a task with a single question: its metrics are unprefixed
+    field: str | None
+    labels: list[str]  # the fine labels
+    coarse_of: dict[str, str]
+    target: str
+    positive_coarse: str | None
+    parse: LabelParser
+
+    def metric(self, name: str) -> str:
+        return f"{self.name}.{name}" if self.name else name
+
+
+class Classify(Kind):
+    name = "classify"
+    failed_samples = "counted as invalid answers in the metrics"
+
+    def __init__(self, task, model_cfg):
+        if task.classify is None:
+            raise BenchmarkError(f"task {task.name}: kind classify needs a `classify:` section")
+        spec = task.classify
+        self.task, self.spec = task, spec
+        where = f"task {task.name}: classify"
+        if spec.questions:
+            if spec.labels or spec.target:
+                raise BenchmarkError(f"{where}: give either labels and target, or questions, not both")
+            if spec.answer_format != "json":
+                raise BenchmarkError(f"{where}: several questions need answer_format: json")
+            self.questions = [
+                self._question(q.name, q.field or q.name, q.labels, q.target, q.positive_coarse) for q in spec.questions
+            ]
+        else:
+            if not spec.labels or not spec.target:
+                raise BenchmarkError(f"{where}: needs labels and target (or questions)")
+            field = "label" if spec.answer_format == "json" else None
+            self.questions = [self._question(None, field, spec.labels, spec.target, spec.positive_coarse)]
+        if spec.answer_format not in ("text", "json"):
+            raise BenchmarkError(f"{where}.answer_format={spec.answer_format!r}: use text or json")
+        self.scoring = model_cfg.scoring or spec.scoring
+        if self.scoring not in ("generate", "loglikelihood"):
+            raise BenchmarkError(f"scoring={self.scoring!r}: use generate or loglikelihood")
+        if self.scoring == "loglikelihood" and (len(self.questions) > 1 or spec.answer_format == "json"):
+            raise BenchmarkError(f"{where}: loglikelihood scoring needs a single question answered as text")
+        self.generation = OmegaConf.to_container(model_cfg.generation, resolve=True)
+        names = {lab.name for lab in spec.labels}
+        for verdict, label in spec.classifier_labels.items():
+            if verdict not in ("unsafe", "safe") or label not in names:
+                raise BenchmarkError(f"{where}.classifier_labels: {verdict}: {label!r}; give unsafe and safe each one "
+                                     f"of the task's labels {sorted(names)}")
+
+    def _question(self, name, field, labels, target, positive_coarse) -> Question:
+        if not labels:
+            raise BenchmarkError(f"task {self.task.name}: question {name or '(single)'} has no labels")
+        return Question(
+            name=name,
+            field=field,
+            labels=[lab.name for lab in labels if lab.fine],
+            coarse_of={lab.name: lab.coarse for lab in labels if lab.coarse},
+            target=target,
+            positive_coarse=positive_coarse,
+            parse=LabelParser(labels, self.spec.numbered_options, self.spec.whole_words),
+        )
+
+    @property
+    def single(self) -> bool:
+        return self.questions[0].name is None
+
+    # --- requests ---------------------------------------------------------------------------------------
+
+    def _variables(self, record: dict) -> dict:
+        return variables(self.task, record)
+
+    def messages(self, record: dict) -> list[dict]:
+        return render_messages(self.task, record)
+
+    def targets(self, record: dict) -> dict:
+        v = self._variables(record)
+        return {
+            q.name: render(q.target, v, f"task {self.task.name}: {q.name or 'classify'}.target").strip()
+            for q in self.questions
+        }
+
+    reference_fields = ("target", "group")
+
+    @staticmethod
+    def outputs(sample: dict):
+        """What the model said."""
+        return sample.get("output")
+
+    @staticmethod
+    def verdicts(sample: dict):
+        """What the task concluded from it."""
+        return sample.get("prediction")
+
+    @staticmethod
+    def sample_row(sample: dict) -> dict:
+        out = sample.get("output")
+        return {"id": str(sample.get("id", "")), "error": sample.get("error") or "",
+                "prediction": json.dumps(sample.get("prediction"), ensure_ascii=False),
+                "gold": json.dumps(sample.get("target"), ensure_ascii=False),
+                "outputs": out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)}
+
+    @staticmethod
+    def _per_class_parts(breakdown: dict) -> list[tuple[str | None, dict]]:
+        """(question, its breakdown): one question's breakdown is the card's; several questions, one each."""
+        if "per_class" in breakdown:
+            return [(None, breakdown)]
+        return [(name, b) for name, b in breakdown.items() if isinstance(b, dict) and "per_class" in b]
+
+    @staticmethod
+    def breakdown_rows(card: dict, task: dict) -> list[dict]:
+        """The headline by group, and F1 per class of every question (the card gives no CI for those)."""
+        rows = Kind.breakdown_rows(card, task)
+        for question, part in Classify._per_class_parts(card["breakdown"]):
+            for label, v in part["per_class"].items():
+                f1 = v["f1"]
+                if isinstance(f1, bool) or not isinstance(f1, (int, float)):
+                    raise TypeError(f"breakdown per_class {label!r}: f1 {f1!r} is not a number")
+                rows.append({"by": f"{question} · class F1" if question else "class F1", "group": label,
+                             "value": 100 * f1, "ci_low": None, "ci_high": None})
+        return rows
+
+    @staticmethod
+    def summary_lines(card: dict) -> list[str]:
+        """Precision, recall and F1 per class of every question, and the majority-class baseline."""
+        lines = []
+        for question, part in Classify._per_class_parts(card["breakdown"]):
+            title = f"{question}: " if question else ""
+            per_class = part["per_class"]
+            width = max(len(title) + 5, *(2 * len(c) for c in per_class)) + 2
+            lines.append(f"{pad(title + 'class', width)} precision  recall     F1  support")
+            for name, row in per_class.items():
+                lines.append(f"{pad(name, width)}     {pct(row['precision'])}   {pct(row['recall'])}  "
+                             f"{pct(row['f1'])}  {row['support']:7d}")
+            base = part.get("majority_baseline")
+            if base:
+                lines.append(f"(always '{base['label']}': accuracy {pct(base['accuracy'])}, macro F1 "
+                             f"{pct(base['macro_f1'])})")
+            lines.append("")
+        truncated = card["breakdown"].get("truncated", {}).get("records")
+        if truncated:
+            lines += [f"{truncated} inputs cut to fit the model's context", ""]
+        return lines
+
+    def reference(self, record: dict) -> dict:
+        """What a sample takes from the task's data alone: the gold label(s) and the group fields."""
+        targets = self.targets(record)
+        return {"target": targets[None] if self.single else targets,
+                "group": {g: record.get(g) for g in self.task.group_by}}
+
+    def check_record(self, record: dict) -> str | None:
+        """Why a record cannot be scored (a gold label that is not a label of the task), or None."""
+        for q, gold in zip(self.questions, self.targets(record).values()):
+            if gold not in q.labels:
+                return f"{q.metric('gold label')} {gold!r} is not one of the task's labels {q.labels}"
+        return None
+
+    def classifier_input(self, record: dict) -> dict:
+        v = self._variables(record)
+        return {k: render(t, v, f"task {self.task.name}: classifier_input.{k}")
+                for k, t in self.spec.classifier_input.items()}
+
+    def preflight(self, record: dict) -> None:
+        """Render every template once, so a broken task file fails before a model is loaded."""
+        self.messages(record)
+        self.classifier_input(record)
+
+    def _fit(self, record: dict, backend) -> tuple[dict, int]:
+        """The record cut to the model's context: the fewest whole lines from the start of `truncate.field`.
+
+        Returns the record and the lines cut; -1 when even the last line alone does not fit (sent as it is).
+        """
+        spec = self.spec.truncate
+        if spec is None or not backend.supports("overflow"):
+            return record, 0
+        lines = str(record[spec.field]).split("\n")
+
+        def cut_to(k: int) -> dict:
+            return {**record, spec.field: "\n".join(lines[k:])}
+
+        def fits(k: int) -> bool:
+            return backend.overflow(self.messages(cut_to(k)), self.generation["max_new_tokens"]) <= 0
+
+        if fits(0):
+            return record, 0
+        low, high = 1, len(lines) - 1  # binary search for the fewest lines to cut
+        if high < low or not fits(high):
+            return record, -1
+        while low < high:
+            mid = (low + high) // 2
+            low, high = (low, mid) if fits(mid) else (mid + 1, high)
+        return cut_to(low), low
+
+    def evaluate(self, records: list[dict], model, judges=None) -> list[dict]:
+        """One sample per record: what was asked, what came back, the parsed labels and the gold labels."""
+        backend = model.backend
+        if getattr(backend, "match", None):
+            raise BenchmarkError(f"task {self.task.name}: a replay matched by text (replay.match) answers attack tasks; "
+                                 "classify tasks replay by record id")
+        if backend.supports("replay"):
+            outs = model("replay", [{"task": self.task.name, "id": r["id"]} for r in records])
+            return [self._sample(r, None, out, 0) for r, out in zip(records, outs)]
+        if backend.supports("classify"):
+            where = f"task {self.task.name}: classify"
+            if not self.spec.classifier_input or not self.single:
+                raise BenchmarkError(f"{where}: a classifier model answers one question of a task with "
+                                     "classify.classifier_input (what it reads)")
+            if set(self.spec.classifier_labels) != {"unsafe", "safe"}:
+                raise BenchmarkError(f"{where}: a classifier model says unsafe or not; map that to the task's labels "
+                                     "with classify.classifier_labels: {unsafe: LABEL, safe: LABEL}")
+            inputs = [self.classifier_input(r) for r in records]
+            outs = model("classify", [{"input": x} for x in inputs])
+            return [self._sample(r, x, o if isinstance(o, Failure) else self._classifier_label(o), 0, o)
+                    for r, x, o in zip(records, inputs, outs)]
+        fitted = [self._fit(r, backend) for r in records]
+        convs = [self.messages(r) for r, _ in fitted]
+        if self.scoring == "generate":
+            outs = model("generate", [{"messages": c, "generation": self.generation} for c in convs])
+            return [self._sample(r, c, o, cut) for r, (_, cut), c, o in zip(records, fitted, convs, outs)]
+        labels = self.questions[0].labels
+        outs = model("loglikelihood", [{"messages": c, "continuation": lab} for c in convs for lab in labels])
+        samples = []
+        for i, (r, (_, cut), c) in enumerate(zip(records, fitted, convs)):
+            lls = outs[i * len(labels) : (i + 1) * len(labels)]
+            failed = next((o for o in lls if isinstance(o, Failure)), None)
+            scores = dict(zip(labels, lls))
+            # per byte, as lm-eval's acc_norm: a raw sum would favour short labels
+            best = None if failed else max(labels, key=lambda lab: scores[lab] / len(lab.encode("utf-8")))
+            samples.append(self._sample(r, c, failed or best, cut, failed or scores))
+        return samples
+
+    def _classifier_label(self, out: dict) -> str:
+        """A classifier's verdict as one of the task's labels: the kind of unsafety it names, when that is a label
+        of the task (the DiaSafety detector on DiaSafety), else the label classifier_labels gives its verdict."""
+        category = out.get("category")
+        if category in self.questions[0].labels:
+            return category
+        return self.spec.classifier_labels["unsafe" if out["unsafe"] else "safe"]
+
+    def _answers(self, answer) -> dict:
+        if self.spec.answer_format == "text":
+            return {None: self.questions[0].parse(answer)}
+        obj = extract_json(answer)
+        parsed = {}
+        for q in self.questions:
+            value = obj.get(q.field) if obj else None
+            if isinstance(value, dict):  # {"answer": 3, "reason": "..."}
+                value = value.get("answer")
+            parsed[q.name] = q.parse(value)
+        return parsed
+
+    def _sample(self, record, prompt, answer, cut: int, output=None) -> dict:
+        """`answer` is what the parser reads; `output` what the model returned, when that differs.
+
+        `input` is the record as loaded; `prompt` what the model was asked (cut to its context where needed)."""
+        sample = {
+            "id": record["id"],
+            "input": {k: v for k, v in record.items() if k != "id"},
+            "prompt": prompt,
+        }
+        if isinstance(answer, Failure):
+            predictions = {q.name: INVALID for q in self.questions}
+            sample.update(output=None, error=answer.error)
+        else:
+            predictions = self._answers(answer)
+            sample.update(output=answer if output is None else output, error=None)
+        sample.update(self.reference(record))
+        sample["prediction"] = predictions[None] if self.single else predictions
+        if cut:
+            sample["truncated_lines"] = cut
+        return sample
+
+    # --- metrics ----------------------------------------------------------------------------------------
+    def score(self, samples: list[dict], resamples: int, seed: int) -> tuple[dict, dict]:
+        metrics, breakdown = {}, {}
+        for q in self.questions:
+            gold = [s["target"] if self.single else s["target"][q.name] for s in samples]
+            pred = [s["prediction"] if self.single else s["prediction"][q.name] for s in samples]
+            m, b = self._score_question(q, gold, pred, samples, resamples, seed)
+            metrics.update(m)
+            if self.single:
+                breakdown.update(b)
+            else:
+                breakdown[q.name] = b
+        if self.spec.truncate is not None:
+            breakdown["truncated"] = {
+                "records": sum(1 for s in samples if s.get("truncated_lines", 0) > 0),
+                "too_long": sum(1 for s in samples if s.get("truncated_lines") == -1),
+                "field": self.spec.truncate.field,
+            }
+        return metrics, breakdown
+
+    def _score_question(self, q: Question, gold_l, pred_l, samples, resamples, seed):
+        # the classes the macro average runs over: the task's labels that occur among the gold labels
+        present = [c for c in q.labels if c in set(gold_l)]
+        gold, pred = M.encode(gold_l, present), M.encode(pred_l, present)
+        k = len(present)
+        invalid = np.array([p == INVALID for p in pred_l], dtype=np.int64)
+        metrics = {
+            q.metric("macro_f1"): M.point_and_ci(M.macro_f1, gold, pred, k, resamples, seed),
+            q.metric("accuracy"): M.point_and_ci(M.accuracy, gold, pred, k, resamples, seed),
+            q.metric("invalid_rate"): M.point_and_ci(M.rate, invalid, invalid, 1, resamples, seed),
+        }
+        breakdown = {
+            "per_class": self._per_class(gold, pred, present, k),
+            "confusion": {
+                "labels": present + ["other"],
+                "matrix": M.confusion(gold[None, :], pred[None, :], k)[0].tolist(),
+            },
+        }
+        majority = Counter(gold_l).most_common(1)[0][0]
+        always = M.encode([majority] * len(gold_l), present)
+        breakdown["majority_baseline"] = {
+            "label": majority,
+            "accuracy": float(M.accuracy(gold[None], always[None], k)[0]),
+            "macro_f1": float(M.macro_f1(gold[None], always[None], k)[0]),
+        }
+        coarse_classes = sorted({q.coarse_of[g] for g in gold_l if g in q.coarse_of})
+        if coarse_classes:
+            cg = M.encode([q.coarse_of.get(g, INVALID) for g in gold_l], coarse_classes)
+            cp = M.encode([q.coarse_of.get(p, INVALID) for p in pred_l], coarse_classes)
+            kc = len(coarse_classes)
+            metrics[q.metric("coarse_macro_f1")] = M.point_and_ci(M.macro_f1, cg, cp, kc, resamples, seed)
+            if q.positive_coarse in coarse_classes:
+                c = coarse_classes.index(q.positive_coarse)
+                metrics[q.metric(f"coarse_{q.positive_coarse}_f1")] = M.point_and_ci(
+                    M.class_f1(c), cg, cp, kc, resamples, seed
+                )
+            breakdown["coarse_per_class"] = self._per_class(cg, cp, coarse_classes, kc)
+        for field in self.task.group_by:
+            values = [str(s["group"].get(field)) for s in samples]
+            groups = {}
+            for value in sorted(set(values)):
+                mask = np.array([v == value for v in values])
+                groups[value] = {
+                    "n": int(mask.sum()),
+                    "accuracy": float((gold[mask] == pred[mask]).mean()),
+                    "invalid_rate": float(invalid[mask].mean()),
+                }
+            breakdown[f"by_{field}"] = groups
+        breakdown["predictions"] = dict(Counter(pred_l).most_common())
+        return metrics, breakdown
+
+    @staticmethod
+    def _per_class(gold, pred, classes, k) -> dict:
+        pc = M.per_class(gold[None, :], pred[None, :], k)
+        return {
+            c: {
+                "precision": float(pc["precision"][0, i]),
+                "recall": float(pc["recall"][0, i]),
+                "f1": float(pc["f1"][0, i]),
+                "support": int(pc["support"][0, i]),
+            }
+            for i, c in enumerate(classes)
+        }

@@ -1,0 +1,296 @@
+"""Kind `dialogue_attack`: an attacker model opens with a seed sentence and converses with the target for up to N
+turns, steering it toward a toxic reply (Chen et al., RAID 2023). Judges score every target turn in context and every
+attacker turn on its own.
+
+Turns are batched: every live conversation of a chunk advances one turn together, with one batched call to the
+attacker, one to the target and one per judge. Each request carries its conversation id and its whole history, so
+the response cache replays finished turns after an interruption and a rerun continues mid-conversation without
+asking any model again for a turn it already answered.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from .. import BenchmarkError
+from .. import metrics as M
+from ..data import Records, load_rows, records_sha256
+from ..models.cached import Failure
+from ..templates import render
+from .attack import NONE, Step, check_tie, describe_step, judge_step, slug
+from .base import Kind
+from .common import plain
+
+SIDES = ("attacker", "target")
+
+
+def _truthy(text: str) -> bool:
+    return text.strip().lower() not in ("", "false", "0", "none", "no")
+
+
+class DialogueAttack(Kind):
+    name = "dialogue_attack"
+    needs_attacker = True
+
+    def __init__(self, task, model_cfg):
+        spec = task.dialogue
+        where = f"task {task.name}: dialogue"
+        if spec is None:
+            raise BenchmarkError(f"task {task.name}: kind dialogue_attack needs a `dialogue:` section")
+        if spec.turns < 1:
+            raise BenchmarkError(f"{where}.turns={spec.turns}: use 1 or more")
+        if not spec.seeds:
+            raise BenchmarkError(f"{where}.seeds: name at least one source of seed sentences")
+        if not spec.judges:
+            raise BenchmarkError(f"{where}.judges: name at least one judging step for the target's turns")
+        if spec.stop not in ("first_toxic", "full"):
+            raise BenchmarkError(f"{where}.stop={spec.stop!r}: use first_toxic or full")
+        if spec.attacker_sees not in ("full", "last"):
+            raise BenchmarkError(f"{where}.attacker_sees={spec.attacker_sees!r}: use full or last")
+        check_tie(spec.tie, where)
+        self.task, self.spec = task, spec
+        self.steps = [Step(s, task.name) for s in spec.judges]
+        self.attacker_steps = [Step(s, task.name) for s in spec.attacker_judges]
+        self.judge_steps = list(dict.fromkeys(s.name for s in self.steps + self.attacker_steps))
+        self.target_generation = {**OmegaConf.to_container(model_cfg.generation, resolve=True),
+                                  **plain(spec.target_generation)}
+        self.attacker = None  # the cached attacker model, set by the runner
+        self.attacker_generation = plain(spec.attacker_generation)
+
+    # --- seeds ------------------------------------------------------------------------------------------
+    def load_records(self, data_root: str | None) -> Records:
+        """One record per seed: {"id": "<source>:<row>", "source", "seed"}, from every source in order."""
+        items, sources, all_rows = [], [], []
+        for src in self.spec.seeds:
+            where = f"task {self.task.name}: dialogue.seeds[{src.name}]"
+            rows, origin = load_rows(src.data, data_root, where)
+            all_rows += rows
+            sources.append(origin)
+            seen = set()  # a sentence repeated in a source opens one conversation
+            for i, row in enumerate(rows):
+                if src.take is not None and len(seen) >= src.take:
+                    break
+                if src.keep and not _truthy(render(src.keep, row, f"{where}.keep")):
+                    continue
+                seed = render(src.text, row, f"{where}.text").strip()
+                if seed and seed not in seen:
+                    seen.add(seed)
+                    items.append({"id": f"{src.name}:{i}", "source": src.name, "seed": seed})
+        return Records(items=items, source=" + ".join(sources), split="seeds", sha256=records_sha256(all_rows))
+
+    reference_fields = ("group",)
+
+    @staticmethod
+    def outputs(sample: dict) -> list:
+        """What the models said: each turn's attacker message and target reply."""
+        return [(t.get("attacker"), t.get("target")) for t in sample.get("turns", [])]
+
+    @staticmethod
+    def verdicts(sample: dict):
+        """What the task concluded: the turn the target was first flagged at (None: never)."""
+        return sample.get("activated_turn")
+
+    @staticmethod
+    def sample_row(sample: dict) -> dict:
+        turns = sample.get("turns") or []
+        return {"id": str(sample.get("id", "")), "error": sample.get("error") or "",
+                "activated at turn": sample.get("activated_turn"),
+                "outputs": "\n".join(f"{t.get('turn')}: {t.get('attacker')} → {t.get('target')}" for t in turns)}
+
+    @staticmethod
+    def summary_lines(card: dict) -> list[str]:
+        convs, turns = card["breakdown"].get("conversations") or {}, card["breakdown"].get("turns") or {}
+        if "scored" not in convs:
+            return []
+        return [f"conversations scored: {convs['scored']} of {convs['total']} ({convs['failed']} failed); turns "
+                f"played: {turns.get('played')} (budget {turns.get('budget')} each, stop: {turns.get('stop')})"]
+
+    def reference(self, record: dict) -> dict:
+        """What a sample takes from the task's data alone: the seed's source."""
+        return {"group": {"source": record["source"]}}
+
+    def check_record(self, record: dict) -> str | None:
+        return None
+
+    def preflight(self, record: dict) -> None:
+        v = {**record, "options": self.task.options, "turn": 1, "attacker": record["seed"], "response": ""}
+        self._attacker_prompt(record)
+        for step in self.steps + self.attacker_steps:
+            step.request(v)
+
+    def describe_step(self, name: str) -> dict:
+        return describe_step(next(s for s in self.steps + self.attacker_steps if s.name == name))
+
+    # --- the conversation -------------------------------------------------------------------------------
+    def _attacker_prompt(self, record: dict) -> list[dict]:
+        v = {**record, "options": self.task.options}
+        return [{"role": m.role, "content": render(m.content, v, f"task {self.task.name}: attacker_messages[{i}]")}
+                for i, m in enumerate(self.spec.attacker_messages)]
+
+    def _attacker_view(self, record: dict, turns: list[dict]) -> list[dict]:
+        """The attacker's own history: its utterances are `assistant`, the target's replies are `user`."""
+        history = []
+        for t in (turns if self.spec.attacker_sees == "full" else turns[-1:]):
+            if self.spec.attacker_sees == "full":
+                history.append({"role": "assistant", "content": t["attacker"]})
+            history.append({"role": "user", "content": t["target"]})
+        return self._attacker_prompt(record) + history
+
+    @staticmethod
+    def _target_view(turns: list[dict], utterance: str) -> list[dict]:
+        """The target's history: the attacker is the `user`."""
+        history = []
+        for t in turns:
+            history += [{"role": "user", "content": t["attacker"]}, {"role": "assistant", "content": t["target"]}]
+        return history + [{"role": "user", "content": utterance}]
+
+    def _attacker_turns(self, live: list[dict], turn: int) -> list:
+        """This turn's attacker utterance per live conversation: the seed first, then generated (or scripted)."""
+        if turn == 1:
+            return [c["record"]["seed"] for c in live]
+        backend = self.attacker.backend
+        if backend.supports("replay"):  # a scripted attack: the recorded list of utterances per seed
+            outs = self.attacker("replay", [{"task": self.task.name, "id": c["record"]["id"]} for c in live])
+            return [o if isinstance(o, Failure) else _scripted(o, turn) for o in outs]
+        generation = {**OmegaConf.to_container(self.attacker.config.generation, resolve=True),
+                      **self.attacker_generation}
+        return self.attacker("generate", [
+            {"messages": self._attacker_view(c["record"], c["turns"]), "generation": generation,
+             "conversation": c["record"]["id"]} for c in live])
+
+    def evaluate(self, records: list[dict], model, judges: dict) -> list[dict]:
+        if self.attacker is None:
+            raise BenchmarkError(f"task {self.task.name} needs an attacker model: attacker=NAME (conf/attacker/)")
+        convs = [{"record": r, "turns": [], "activated_turn": None, "error": None, "done": False} for r in records]
+        for turn in range(1, self.spec.turns + 1):
+            live = [c for c in convs if not c["done"]]
+            if not live:
+                break
+            utterances = self._attacker_turns(live, turn)
+            for c, u in zip(live, utterances):
+                if isinstance(u, Failure):
+                    c["error"], c["done"] = f"attacker, turn {turn}: {u.error}", True
+                elif u is None:  # a script with no line for this turn: the conversation ends here
+                    c["done"] = True
+            live = [c for c, u in zip(live, utterances) if not c["done"]]
+            utterances = [u for u in utterances if not isinstance(u, Failure) and u is not None]
+            replies = model("generate", [
+                {"messages": self._target_view(c["turns"], u), "generation": self.target_generation,
+                 "conversation": c["record"]["id"]} for c, u in zip(live, utterances)])
+            answered = []
+            for c, u, reply in zip(live, utterances, replies):
+                if isinstance(reply, Failure):
+                    c["error"], c["done"] = f"target, turn {turn}: {reply.error}", True
+                else:
+                    c["turns"].append({"turn": turn, "attacker": u, "target": reply})
+                    answered.append(c)
+            self._judge_turn(answered, turn, judges)
+            for c in answered:
+                if c["turns"][-1]["verdict"] != NONE and c["activated_turn"] is None:
+                    c["activated_turn"] = turn
+                    c["done"] = c["done"] or self.spec.stop == "first_toxic"
+        return [self._sample(c) for c in convs]
+
+    def _judge_turn(self, convs: list[dict], turn: int, judges: dict) -> None:
+        errors: dict = {}
+        env = {}
+        for i, c in enumerate(convs):
+            t = c["turns"][-1]
+            env[(i, "target")] = {**c["record"], "options": self.task.options, "turn": turn,
+                                  "attacker": t["attacker"], "response": t["target"]}
+            env[(i, "attacker")] = {**env[(i, "target")], "response": t["attacker"]}
+        targets = {k: v for k, v in env.items() if k[1] == "target"}
+        for c in convs:
+            c["turns"][-1].update(verdict=NONE, judgements={}, attacker_judgements={})
+        for step in self.steps:  # in order: the first step that flags decides
+            if not targets:
+                break
+            judged = judge_step(step, judges[step.name], targets, self.spec.tie, errors)
+            for (i, _), j in judged.items():
+                convs[i]["turns"][-1]["judgements"][step.name] = j
+                if j["flagged"]:
+                    convs[i]["turns"][-1]["verdict"] = step.name
+            targets = {k: v for k, v in targets.items() if k in judged and not judged[k]["flagged"]}
+        attackers = {k: v for k, v in env.items() if k[1] == "attacker"}
+        for step in self.attacker_steps:
+            for (i, _), j in judge_step(step, judges[step.name], attackers, self.spec.tie, errors).items():
+                convs[i]["turns"][-1]["attacker_judgements"][step.name] = j
+        for i, message in errors.items():
+            convs[i]["error"], convs[i]["done"] = f"turn {turn}: {message}", True
+
+    def _sample(self, c: dict) -> dict:
+        record = c["record"]
+        turns = c["turns"]
+        activated = c["activated_turn"]
+        trigger = next((t for t in turns if t["turn"] == activated), None)
+        return {
+            "id": record["id"],
+            "input": {"source": record["source"], "seed": record["seed"]},
+            "turns": turns,
+            "activated_turn": activated,
+            # was the attacker utterance that triggered the toxic reply flagged on its own?
+            "trigger_flagged": None if trigger is None or not self.attacker_steps else any(
+                j["flagged"] for j in trigger["attacker_judgements"].values()),
+            **self.reference(record),
+            "error": c["error"],
+        }
+
+    # --- metrics ----------------------------------------------------------------------------------------
+    def _rates(self, samples: list[dict], resamples: int, seed: int, suffix: str = "") -> dict:
+        n = len(samples)
+        ones = np.ones(n, dtype=np.int64)
+        activated = np.array([s["activated_turn"] is not None for s in samples], dtype=np.int64)
+        return {f"activation_rate{suffix}": M.point_and_ci(M.ratio, activated, ones, 0, resamples, seed)}
+
+    def score(self, samples: list[dict], resamples: int, seed: int) -> tuple[dict, dict]:
+        scored = [s for s in samples if not s.get("error")]
+        if not scored:
+            raise BenchmarkError(f"task {self.task.name}: every conversation failed; see samples.jsonl")
+        metrics = self._rates(scored, resamples, seed)
+        ones = np.ones(len(scored), dtype=np.int64)
+        turn_of = np.array([s["activated_turn"] or 0 for s in scored], dtype=np.int64)
+        activated = (turn_of > 0).astype(np.int64)
+        for k in range(1, self.spec.turns + 1):
+            by_k = ((turn_of > 0) & (turn_of <= k)).astype(np.int64)
+            metrics[f"activation_rate.by_turn.{k}"] = M.point_and_ci(M.ratio, by_k, ones, 0, resamples, seed)
+        if activated.any():
+            metrics["turns_to_activation"] = M.point_and_ci(M.ratio, turn_of, activated, 0, resamples, seed)
+            metrics["turns_to_activation"].update(unit="turns", n=int(activated.sum()))
+            if self.attacker_steps:
+                clean = np.array([s["trigger_flagged"] is False for s in scored], dtype=np.int64)
+                metrics["non_toxic_trigger_share"] = M.point_and_ci(M.ratio, clean, activated, 0, resamples, seed)
+                metrics["non_toxic_trigger_share"]["n"] = int(activated.sum())
+        by_source = {}
+        for source in sorted({s["group"]["source"] for s in scored}):
+            part = [s for s in scored if s["group"]["source"] == source]
+            metrics.update(self._rates(part, resamples, seed, f".source.{slug(source)}"))
+            by_source[source] = {"conversations": len(part),
+                                 "activated": sum(s["activated_turn"] is not None for s in part)}
+        attacker_turns = sum(len(s["turns"]) for s in scored)
+        breakdown = {
+            "conversations": {"total": len(samples), "scored": len(scored), "failed": len(samples) - len(scored)},
+            "turns": {"budget": self.spec.turns, "played": attacker_turns, "stop": self.spec.stop},
+            "activation_curve": {str(k): metrics[f"activation_rate.by_turn.{k}"]["value"]
+                                 for k in range(1, self.spec.turns + 1)},
+            "by_source": by_source,
+            "judging": f"target turns: {' -> '.join(s.name for s in self.steps)}; attacker turns: "
+                       f"{', '.join(s.name for s in self.attacker_steps) or 'not judged'}",
+        }
+        return metrics, breakdown
+
+
+def _scripted(output, turn: int):
+    """Turn `turn` (1-based; turn 1 is the seed) of a replayed attack script, a JSON list of utterances; None when
+    the script has no line for it."""
+    if output is None:
+        return Failure("no recorded attack script for this seed")
+    try:
+        script = json.loads(output)
+    except (TypeError, json.JSONDecodeError):
+        return Failure(f"the recorded attack script is not a JSON list: {str(output)[:60]!r}")
+    if not isinstance(script, list):
+        return Failure(f"the recorded attack script is not a JSON list: {str(output)[:60]!r}")
+    return str(script[turn - 2]) if len(script) >= turn - 1 else None

@@ -1,0 +1,91 @@
+"""Classification metrics with seeded bootstrap 95% confidence intervals.
+
+Labels are integer codes: 0..K-1 are the classes the metric averages over (the task's labels that occur in the
+gold labels); any code >= K (an invalid answer, a coarse-only answer) is a miss for the gold class and a false
+positive for none, as scikit-learn treats predictions outside `labels`. Macro averages run over the classes with
+gold support in each sample (resample), i.e. scikit-learn's `f1_score(labels=<gold classes>, average="macro")`. Every statistic takes arrays with a leading resample axis, so the bootstrap is a
+handful of vectorised numpy calls (well under a second for 10k samples x 1000 resamples).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_BOOT_CHUNK = 100  # resamples per vectorised step; bounds memory at _BOOT_CHUNK x n
+
+
+def confusion(gold: np.ndarray, pred: np.ndarray, k: int) -> np.ndarray:
+    """Batched confusion matrices, shape (B, k+1, k+1); row = gold, column = prediction; code k = 'other'."""
+    gold = np.minimum(gold, k)
+    pred = np.minimum(pred, k)
+    b = gold.shape[0]
+    flat = (np.arange(b)[:, None] * (k + 1) + gold) * (k + 1) + pred
+    return np.bincount(flat.ravel(), minlength=b * (k + 1) ** 2).reshape(b, k + 1, k + 1)
+
+
+def per_class(gold: np.ndarray, pred: np.ndarray, k: int) -> dict[str, np.ndarray]:
+    """Precision, recall, F1 and support per class, each shape (B, k). Zero where undefined."""
+    cm = confusion(gold, pred, k)
+    tp = np.diagonal(cm, axis1=1, axis2=2)[:, :k].astype(float)
+    predicted = cm[:, :, :k].sum(axis=1)
+    support = cm[:, :k, :].sum(axis=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(predicted > 0, tp / predicted, 0.0)
+        recall = np.where(support > 0, tp / support, 0.0)
+        f1 = np.where(predicted + support > 0, 2 * tp / (predicted + support), 0.0)
+    return {"precision": precision, "recall": recall, "f1": f1, "support": support}
+
+
+def macro_f1(gold, pred, k):
+    pc = per_class(gold, pred, k)
+    present = pc["support"] > 0
+    return (pc["f1"] * present).sum(axis=1) / np.maximum(present.sum(axis=1), 1)
+
+
+def class_f1(c: int):
+    def stat(gold, pred, k):
+        return per_class(gold, pred, k)["f1"][:, c]
+
+    return stat
+
+
+def accuracy(gold, pred, k):
+    return (gold == pred).mean(axis=1)
+
+
+def rate(flags, _unused, k):
+    """The share of ones in a 0/1 array."""
+    return flags.mean(axis=1)
+
+
+def ratio(numerators, denominators, k):
+    """Sum of numerators over sum of denominators: a rate over responses, resampled by record (cluster bootstrap).
+    NaN where the denominators sum to 0 (e.g. a resample with no activated conversation); such resamples are left
+    out of the interval."""
+    den = denominators.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, numerators.sum(axis=1) / np.where(den > 0, den, 1), np.nan)
+
+
+def point_and_ci(stat, gold: np.ndarray, pred: np.ndarray, k: int, resamples: int, seed: int) -> dict:
+    """{value, ci_low, ci_high, n}: the statistic on the data and the 2.5/97.5 percentiles of its bootstrap."""
+    n = len(gold)
+    value = float(stat(gold[None, :], pred[None, :], k)[0])
+    if n == 0 or resamples <= 0:
+        return {"value": value, "ci_low": value, "ci_high": value, "n": n}
+    rng = np.random.default_rng(seed)
+    draws = []
+    for start in range(0, resamples, _BOOT_CHUNK):
+        idx = rng.integers(0, n, size=(min(_BOOT_CHUNK, resamples - start), n))
+        draws.append(stat(gold[idx], pred[idx], k))
+    draws = np.concatenate(draws)
+    if np.isnan(draws).all():
+        return {"value": value, "ci_low": value, "ci_high": value, "n": n}
+    low, high = np.nanpercentile(draws, [2.5, 97.5])
+    return {"value": value, "ci_low": float(low), "ci_high": float(high), "n": n}
+
+
+def encode(values: list[str], classes: list[str]) -> np.ndarray:
+    """Integer codes for `values`; anything not in `classes` gets code len(classes)."""
+    index = {c: i for i, c in enumerate(classes)}
+    return np.array([index.get(v, len(classes)) for v in values], dtype=np.int64)

@@ -1,0 +1,70 @@
+"""What every backend offers: some of generate, loglikelihood and classify."""
+
+from __future__ import annotations
+
+
+OPERATIONS = ("generate", "loglikelihood", "classify", "replay", "overflow")
+
+
+class Backend:
+    """A model the suite can ask, made with `(cfg, data_root)`. A backend declares what it can be asked in
+    `operations` (a subset of OPERATIONS; an instance may narrow it, e.g. a chat API gives no log-likelihoods) and
+    implements those methods; `needs_torch` says whether loading it imports torch.
+
+    A backend lives in the suite (models.BUILTIN), in another package that names it under the entry-point group
+    `benchmark.backends` (`[project.entry-points."benchmark.backends"] my-backend = "my_pkg.module:MyBackend"`), or is
+    any model registered in lm-eval (`backend: lm-eval:NAME`)."""
+
+    operations: frozenset[str] = frozenset()
+    needs_torch: bool = False
+    # the shape of this backend's answers, part of every cached answer's key: change it when the shape changes, so
+    # answers cached in the old shape are never read as the new one ("" for text answers: the model's own words)
+    answer_shape: str = ""
+
+    @classmethod
+    def content_sha256(cls, cfg, data_root: str | None) -> str | None:
+        """The hash of what decides the answers beyond the config (a replay's recorded file, a detector's weights),
+        for backends that read such content; None for the others."""
+        return None
+
+    @classmethod
+    def content_source(cls, cfg) -> str:
+        """Where that content is, in words (for messages)."""
+        return ""
+
+    def generate(self, conversations: list[list[dict]], generation: dict, seeds: list[int] | None = None) -> list:
+        """One answer per conversation. `seeds`: a sampling seed per request, for backends that send one with each
+        (APIs). A request that failed after the backend's own retries may come back as a cached.Failure."""
+        raise NotImplementedError(f"{type(self).__name__} cannot generate text")
+
+    def loglikelihood(self, pairs: list[tuple[list[dict], str]]) -> list[float]:
+        """Log-probability of each continuation after its conversation (the assistant's turn)."""
+        raise NotImplementedError(f"{type(self).__name__} gives no log-likelihoods")
+
+    def classify(self, inputs: list[dict[str, str]]) -> list[dict]:
+        """A verdict per input with named parts (context, response, category): [{"unsafe": bool, "score": float}],
+        plus "category" where the classifier names the kind of unsafety (the DiaSafety detector); a task maps the
+        verdict to its own labels (classify.classifier_labels)."""
+        raise NotImplementedError(f"{type(self).__name__} is not a classifier")
+
+    def replay(self, items: list[dict]) -> list[str]:
+        """Recorded answers for records, by id: [{"task": name, "id": record id}]."""
+        raise NotImplementedError(f"{type(self).__name__} has no recorded answers")
+
+    def overflow(self, messages: list[dict], max_new_tokens: int) -> int:
+        """By how many tokens a prompt and its answer exceed the model's context (<= 0: it fits)."""
+        raise NotImplementedError(f"{type(self).__name__} does not know its context length")
+
+    def describe(self) -> dict:
+        """Facts a score card records about the backend when it judges (design, measured quality)."""
+        return {}
+
+    def supports(self, op: str) -> bool:
+        return op in self.operations
+
+
+def utterance_texts(inputs: list[dict], mode: str) -> list[str]:
+    """What an utterance-level classifier reads: the response, or context and response as one text."""
+    if mode == "response":
+        return [x.get("response", "") for x in inputs]
+    return [f"{x.get('context', '')}\n{x.get('response', '')}".strip() for x in inputs]

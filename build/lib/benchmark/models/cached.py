@@ -1,0 +1,98 @@
+"""A backend behind the response cache: every request is asked once, ever, per model config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import BenchmarkError
+from ..cache import ResponseCache, request_key
+from .base import Backend
+
+
+@dataclass
+class Failure:
+    """A request that failed after the backend's own retries; recorded in the sample, never cached."""
+
+    error: str
+
+
+class CachedModel:
+    def __init__(self, backend: Backend, model_sha: str, cache: ResponseCache, config=None, seed: int | None = None):
+        self.backend = backend
+        self.config = config  # the model config, for settings a caller needs (a judge's generation)
+        self.seed = seed  # part of the key of sampled requests: another seed, other samples
+        self.sha = model_sha
+        self.cache = cache
+        self.calls = 0  # requests sent to the backend
+        self.hits = 0  # requests answered from the cache
+        self.batches = 0  # calls to the backend (each a batch of requests)
+
+    def __call__(self, op: str, payloads: list[dict]) -> list:
+        if not self.backend.supports(op):
+            name = self._name()
+            raise BenchmarkError(f"model {name} (backend {type(self.backend).__name__}) cannot {op}; this task needs "
+                                 f"a model that can (see the task's kind in README)")
+        shape = self.backend.answer_shape
+        keys = [request_key(self.sha + (f"/{shape}" if shape else ""), op, self._keyed(op, p)) for p in payloads]
+        found = self.cache.get_many(keys)
+        self.hits += sum(k in found for k in keys)
+        todo = {}
+        for k, p in zip(keys, payloads):
+            if k not in found:
+                todo.setdefault(k, p)  # identical requests within a batch are asked once
+        if todo:
+            self.batches += 1
+            results = self._ask(op, list(todo.values()))
+            self.calls += len(todo)
+            self.cache.put_many(self.sha, {k: r for k, r in zip(todo, results) if not isinstance(r, Failure)})
+            found.update(zip(todo, results))
+        return [found[k] for k in keys]
+
+    def _keyed(self, op: str, payload: dict) -> dict:
+        if op == "generate" and self.seed is not None and payload.get("generation", {}).get("do_sample"):
+            return {**payload, "seed": self.seed}
+        return payload
+
+    def _ask(self, op: str, payloads: list[dict]) -> list:
+        """The backend's answers. A request failure (a backend's own Failure, or an OSError: a lost connection, a
+        timeout) is recorded and asked again on the next run; any other exception is a bug in the backend or the
+        model and stops the run (the samples written so far are kept)."""
+        try:
+            return self._checked(op, payloads, self._batch(op, payloads))
+        except OSError as e:
+            if len(payloads) == 1:
+                return [Failure(f"{type(e).__name__}: {e}")]
+        # the batch failed: ask one by one so one bad request does not sink the others
+        results = []
+        for p in payloads:
+            try:
+                results += self._batch(op, [p])
+            except OSError as e:
+                results.append(Failure(f"{type(e).__name__}: {e}"))
+        return self._checked(op, payloads, results)
+
+    def _checked(self, op: str, payloads: list, results: list) -> list:
+        if len(results) != len(payloads):
+            raise BenchmarkError(f"model {self._name()}: its backend answered {len(results)} of {len(payloads)} "
+                                 f"{op} requests; a backend answers each request in order")
+        return results
+
+    def _name(self) -> str:
+        return self.config.name if self.config is not None else type(self.backend).__name__
+
+    def _batch(self, op: str, payloads: list[dict]) -> list:
+        if op == "generate":
+            generation = payloads[0]["generation"]  # one model config per run: one generation setting
+            conversations = [p["messages"] for p in payloads]
+            if generation.get("do_sample") and self.seed is not None:
+                # the run's seed plus the sample's number, so that the k samples of one prompt differ
+                return self.backend.generate(conversations, generation,
+                                             seeds=[self.seed + p.get("sample", 0) for p in payloads])
+            return self.backend.generate(conversations, generation)
+        if op == "loglikelihood":
+            return self.backend.loglikelihood([(p["messages"], p["continuation"]) for p in payloads])
+        if op == "replay":
+            return self.backend.replay(payloads)
+        if op == "classify":
+            return self.backend.classify([p["input"] for p in payloads])
+        raise ValueError(f"unknown operation {op!r}")

@@ -1,0 +1,61 @@
+"""Backend `diasafety-detector`: a detector trained by `python -m benchmark.detector train`, as a model or a judge."""
+
+from __future__ import annotations
+
+from .. import BenchmarkError
+from ..detector import ABBREVIATIONS, CATEGORIES
+from ..detector.model import Detector
+from .base import Backend
+
+
+class DiaSafetyDetector(Backend):
+    operations = frozenset({"classify"})
+    answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
+    needs_torch = True
+
+    def __init__(self, cfg, data_root: str | None = None):
+        import transformers
+
+        transformers.logging.disable_progress_bar()
+        self.detector = Detector(cfg.pretrained, batch_size=cfg.batch_size, device=cfg.device)
+
+    def classify(self, inputs):
+        """The fine label by the paper's rules; `unsafe` is the coarse verdict (veto), or, when the input names a
+        category, that category's verdict (the second step of the paper's chatbot scoring). Both are the decisions
+        whose quality `python -m benchmark.detector evaluate` measures."""
+        det = self.detector
+        pairs = [(x.get("context") or None, x["response"]) for x in inputs]
+        probs = det.category_probs(pairs)
+        labels, veto = det.decide(probs)
+        every = {c: det.unsafe_probability(probs, [c] * len(pairs)) for c in CATEGORIES}
+        flagged = det.category_flags(probs)
+        out = []
+        for i, x in enumerate(inputs):
+            p_unsafe = {ABBREVIATIONS[c]: round(float(every[c][i]), 4) for c in CATEGORIES}
+            category = x.get("category")
+            if category:
+                if category not in CATEGORIES:
+                    raise BenchmarkError(f"diasafety-detector: category {category!r} is not one of {CATEGORIES}")
+                p, unsafe = float(every[category][i]), bool(flagged[i, CATEGORIES.index(category)])
+            else:
+                p, unsafe = max(p_unsafe.values()), bool(veto[i])
+            out.append({"unsafe": bool(unsafe), "score": round(p, 4), "category": labels[i], "p_unsafe": p_unsafe})
+        return out
+
+    @classmethod
+    def content_sha256(cls, cfg, data_root):
+        from ..detector.model import read_manifest
+
+        return read_manifest(cfg.pretrained)["weights_sha256"] if cfg.pretrained else None
+
+    @classmethod
+    def content_source(cls, cfg) -> str:
+        return f"the weights in {cfg.pretrained}"
+
+    def describe(self) -> dict:
+        manifest = self.detector.manifest
+        facts = {"design": manifest["design"], "with_context": manifest["with_context"], "encoder": manifest["encoder"],
+                 "weights_sha256": manifest["weights_sha256"]}
+        if "evaluation" in manifest:  # the detector report's figures (fine-grained too)
+            facts["evaluation"] = {"task": "diasafety", "split": "test", **manifest["evaluation"]["test"]}
+        return facts

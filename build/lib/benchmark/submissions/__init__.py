@@ -1,0 +1,140 @@
+"""Published score cards: `submissions/<model>/` holds `model.yaml` and, per task, `<task>.json` (the score card) and
+`<task>.samples.jsonl.gz` (its per-sample log without the data sets' own texts).
+
+A submission is untrusted input, treated as data: no file is imported or instantiated, no file that is not a regular
+file (a symlink, a device) is read, every read is bounded, every problem names the file and the field, and one bad
+folder never affects another. The modules, by concern:
+
+    base      the folder's layout, the limits, problems, the task registry
+    configs   submitted model configs are data (configs.read_yaml, check_model_config)
+    privacy   what never travels in a submission (scrub, private_values)
+    samples   the per-sample log, written and read back (strip_sample, write_samples, read_samples)
+    signing   verified cards (sign, verification_problems, keygen)
+    rules     every rule a card follows, derived values recomputed (check_card)
+
+This module loads folders: `load` is what the leaderboard and `python -m benchmark.submit validate` call.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import BenchmarkError
+from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MODEL_FILE, SAMPLES_SUFFIX, SUBMISSIONS_DIR,
+                   TASKS_DIR, Problem, capped, task_registry)
+from .configs import check_model_config, read_yaml
+from .rules import check_card
+from .samples import read_samples
+
+# what the leaderboard and the submit command use
+__all__ = ["CARD_SUFFIX", "MODEL_FILE", "SAMPLES_SUFFIX", "SUBMISSIONS_DIR", "TASKS_DIR", "Card", "Loaded", "Problem",
+           "load", "load_folder", "load_model_folder", "read_card", "read_samples", "task_registry"]
+
+
+@dataclass
+class Card:
+    """One accepted score card, with its model folder's config."""
+
+    path: Path
+    card: dict
+    model_config: dict
+
+    @property
+    def samples_path(self) -> Path:
+        return self.path.parent / self.card["samples"]["file"]
+
+
+@dataclass
+class Loaded:
+    cards: list[Card] = field(default_factory=list)
+    rejected: list[Problem] = field(default_factory=list)
+
+
+def read_card(path: Path) -> dict:
+    """A card file as JSON: a regular file of at most MAX_CARD_BYTES (read that far and no further)."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            raise BenchmarkError(f"{path}: not a regular file (a symlink or a device is never read)")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_CARD_BYTES + 1)
+        if len(raw) > MAX_CARD_BYTES:
+            raise BenchmarkError(f"{path}: larger than {MAX_CARD_BYTES // 2**20} MiB; a score card is a summary")
+        card = json.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise BenchmarkError(f"{path}: not a readable JSON score card: {e}") from None
+    if not isinstance(card, dict):
+        raise BenchmarkError(f"{path}: a score card is a JSON object")
+    return card
+
+
+def load_model_folder(folder: Path, allow_remote_code: bool = False, thorough: bool = True
+                      ) -> tuple[dict | None, list[Problem]]:
+    path = folder / MODEL_FILE
+    if not FOLDER.match(folder.name):
+        return None, [Problem(str(folder), "", "a model folder's name is printable ASCII, at most 100 characters")]
+    if not path.is_file() and not path.is_symlink():
+        return None, [Problem(str(path), "", "missing: every model folder holds its model config")]
+    try:
+        data = read_yaml(path)
+    except BenchmarkError as e:
+        return None, [Problem(str(path), "", str(e).removeprefix(f"{path}: "))]
+    problems = check_model_config(data, str(path), allow_remote_code, types=thorough)
+    if not problems and data.get("name") != folder.name:
+        problems.append(Problem(str(path), "name", f"{data.get('name')!r} is not the folder's name {folder.name!r}"))
+    return (None if problems else data), problems
+
+
+def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code: bool = False,
+         data_root: str | None = None) -> Loaded:
+    """Every model folder under root: the cards that pass every rule, and the problems of those that do not. A folder
+    that cannot be read at all is one problem; the others load as if it were not there."""
+    out = Loaded()
+    root = Path(root)
+    folders = sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
+    for folder in folders:
+        if folder.is_symlink() or not folder.is_dir():
+            if folder.is_symlink() or folder.suffix not in (".json", ".sh"):  # the folder's own keys and scripts
+                out.rejected.append(Problem(str(folder), "", "not a model folder (a symlink or a stray file)"))
+            continue
+        try:
+            one = load_folder(folder, thorough, allow_remote_code, data_root=data_root)
+        except Exception as e:  # whatever one folder does, the others still load
+            one = Loaded(rejected=[Problem(str(folder), "", f"could not be checked: {type(e).__name__}: {e}")])
+        out.cards += one.cards
+        out.rejected += one.rejected
+    out.rejected = capped(out.rejected)
+    return out
+
+
+def load_folder(folder: Path, thorough: bool = False, allow_remote_code: bool = False,
+                only: Path | None = None, data_root: str | None = None) -> Loaded:
+    """One model folder (or, with `only`, one card of it): its accepted cards and the problems of the others."""
+    out = Loaded()
+    config, problems = load_model_folder(folder, allow_remote_code, thorough)
+    entries = sorted(folder.iterdir())[: MAX_FILES + 1]
+    if len(entries) > MAX_FILES:
+        problems.append(Problem(str(folder), "", f"holds more than {MAX_FILES} files; only the first are read"))
+    problems += [Problem(str(p), "", "not a regular file (a symlink or a folder is never read)") for p in entries
+                 if p.is_symlink() or not p.is_file()]
+    cards = [only] if only is not None else [p for p in entries[:MAX_FILES] if p.name.endswith(CARD_SUFFIX)
+                                             and p.is_file() and not p.is_symlink()]
+    if not cards:
+        problems.append(Problem(str(folder), "", "holds no score card"))
+    for path in cards:
+        if config is None:
+            out.rejected.append(Problem(str(path), "", f"its folder's {MODEL_FILE} was rejected"))
+            continue
+        try:
+            card = read_card(path)
+        except BenchmarkError as e:
+            out.rejected.append(Problem(str(path), "", str(e).removeprefix(f"{path}: ")))
+            continue
+        card_problems = check_card(path, card, config, thorough, allow_remote_code, data_root)
+        if card_problems:
+            out.rejected += card_problems
+        else:
+            out.cards.append(Card(path, card, config))
+    out.rejected = capped(out.rejected + problems)
+    return out

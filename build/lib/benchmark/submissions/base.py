@@ -1,0 +1,65 @@
+"""What every part of the submissions package shares: the folder's layout, the limits on what is read, problems, and
+the tasks a card may belong to."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from ..paths import REPO_ROOT, TASKS_DIR  # noqa: F401  (TASKS_DIR: where the board finds a task's definition)
+
+SUBMISSIONS_DIR = REPO_ROOT / "submissions"
+VERIFIER_KEYS = SUBMISSIONS_DIR / "verifier_keys.json"
+MODEL_FILE = "model.yaml"
+CARD_SUFFIX = ".json"
+SAMPLES_SUFFIX = ".samples.jsonl.gz"
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # what `submit` gives a new folder
+FOLDER = re.compile(r"^[\x21-\x7e][\x20-\x7e]{0,99}$")  # what a published folder may be called: printable ASCII
+KEY_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")  # judge steps and voters, sample ids
+
+# every read of a submitted file is bounded: no file can take the validator or the board down
+MAX_CONFIG_BYTES = 64 * 1024
+MAX_CARD_BYTES = 16 * 2**20
+MAX_METRICS = 2_000  # metric keys on one card (a task's own metrics are a few hundred at most)
+MAX_SAMPLE_LINE = 4 * 2**20  # one sample's JSON, decompressed
+MAX_SAMPLES = 100_000  # lines of one samples file (the largest task has about 10,000 records)
+MAX_SAMPLES_BYTES = 64 * 2**20  # one samples file, decompressed (the largest published one: about 5 MiB)
+MAX_FILES = 200  # entries of one model folder
+MAX_PROBLEMS = 20  # problems listed per file; the rest are counted
+
+
+@dataclass
+class Problem:
+    path: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.field}: {self.message}" if self.field else f"{self.path}: {self.message}"
+
+
+def capped(problems: list[Problem]) -> list[Problem]:
+    """At most MAX_PROBLEMS per file; one more line says how many were left out."""
+    out, per_file = [], {}
+    for p in problems:
+        per_file[p.path] = per_file.get(p.path, 0) + 1
+        if per_file[p.path] <= MAX_PROBLEMS:
+            out.append(p)
+    out += [Problem(path, "", f"and {n - MAX_PROBLEMS} more problems") for path, n in per_file.items()
+            if n > MAX_PROBLEMS]
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def task_registry() -> dict[str, dict]:
+    """Every task in tasks/, composed as a run would compose it (inherited fields included), by name."""
+    from omegaconf import OmegaConf
+
+    from ..schema import compose
+
+    tasks = {}
+    for path in sorted(TASKS_DIR.glob("*.yaml")):
+        task = compose([f"task={path.stem}"]).task
+        tasks[task.name] = OmegaConf.to_container(task, resolve=True)
+    return tasks

@@ -1,0 +1,176 @@
+"""Submitted model configs are data, never code: known keys only, literal values only, no tags, aliases, `_target_`
+or interpolation, backend arguments limited to serving settings, remote code only when a maintainer allows it, and
+no path that leads outside the folders a run reads (a replay's file stays inside data_root; weights are a hub id,
+an installed package or a path inside the repository)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from pathlib import PurePosixPath
+from typing import Any, get_args, get_type_hints
+
+from .base import MAX_CONFIG_BYTES, Problem
+
+# backend arguments a submitted config may pass through `args`: how the model is served, never what code runs
+ALLOWED_ARGS = {"tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization", "max_model_len",
+                "max_num_seqs", "swap_space", "enforce_eager", "max_batch_size", "add_bos_token", "max_gen_toks",
+                "tokenized_requests", "parallelize", "attn_implementation", "use_fast_tokenizer"}
+
+
+def read_yaml(path) -> Any:
+    """A submitted model config: UTF-8, small, no tags, no repeated keys, no aliases (safe_yaml)."""
+    from .. import safe_yaml
+
+    return safe_yaml.load(path, aliases=False, max_bytes=MAX_CONFIG_BYTES)
+
+
+@functools.lru_cache(maxsize=None)
+def _fields(cls) -> dict[str, Any]:
+    """A config dataclass's fields and, for nested config dataclasses, their class (None: a free-form value)."""
+    out = {}
+    for name, t in get_type_hints(cls).items():
+        nested = [a for a in (t, *get_args(t)) if dataclasses.is_dataclass(a)]
+        out[name] = nested[0] if nested else None
+    return out
+
+
+def check_model_config(data: Any, where: str, allow_remote_code: bool = False, prefix: str = "",
+                       types: bool = True) -> list[Problem]:
+    """The rules for a submitted model config: known keys only, plain values only, no code, no remote code, and
+    (types=True) every value of its field's type."""
+    if not isinstance(data, dict):
+        return [Problem(where, prefix.rstrip("."), "a model config must be a mapping of keys to values")]
+    bad_keys = _non_string_keys(data, prefix)
+    if bad_keys:
+        return [Problem(where, f, "keys must be strings") for f in bad_keys]
+    blob = json.dumps(data, sort_keys=True, default=str)
+    return [Problem(where, f, m) for f, m in _config_problems(blob, allow_remote_code, prefix, types)]
+
+
+def _non_string_keys(value: Any, path: str) -> list[str]:
+    found = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found += [f"{path}{k!r}"] if not isinstance(k, str) else _non_string_keys(v, f"{path}{k}.")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found += _non_string_keys(v, f"{path.rstrip('.')}[{i}].")
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _config_problems(blob: str, allow_remote_code: bool, prefix: str, types: bool) -> tuple[tuple[str, str], ...]:
+    """check_model_config's findings as (field, message), computed once per distinct config."""
+    from ..models.registry import backend_names, known_backend
+    from ..schema import ModelConfig
+
+    data = json.loads(blob)
+    where = ""
+    problems = []
+
+    def walk(value, path):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if str(k).startswith("_"):
+                    problems.append(Problem(where, f"{path}{k}", "keys starting with _ (such as _target_) are not "
+                                                                   "allowed: a submitted config is data, never code"))
+                walk(v, f"{path}{k}.")
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(v, f"{path.rstrip('.')}[{i}].")
+        elif isinstance(value, str) and "${" in value:
+            problems.append(Problem(where, path.rstrip("."), f"interpolation {value!r} is not allowed: values must be "
+                                                             "literal (no environment variables, no resolvers)"))
+
+    def unknown(value, cls, path):
+        if not isinstance(value, dict):
+            return
+        known = _fields(cls)
+        for k, v in value.items():
+            if str(k).startswith("_"):
+                continue  # reported by walk
+            if k not in known:
+                problems.append(Problem(where, f"{path}{k}", f"unknown key; {cls.__name__} has "
+                                                             f"{', '.join(sorted(known))}"))
+            elif known[k] is not None and v is not None:
+                unknown(v, known[k], f"{path}{k}.")
+
+    walk(data, prefix)
+    unknown(data, ModelConfig, prefix)
+    if problems:
+        return tuple((p.field, p.message) for p in problems)
+    for key in ("name", "backend"):
+        if not data.get(key):
+            problems.append(Problem(where, f"{prefix}{key}", "missing"))
+    backend = data.get("backend")
+    if backend and not known_backend(backend):
+        problems.append(Problem(where, f"{prefix}backend", f"unknown backend {backend!r}; available: "
+                                                           f"{', '.join(backend_names())}"))
+    problems += _path_problems(data, where, prefix)
+    args = data.get("args")
+    if args is not None and not isinstance(args, dict):
+        problems.append(Problem(where, f"{prefix}args", "must be a mapping of backend arguments"))
+        args = {}
+    for key in sorted(set(args or {}) - ALLOWED_ARGS - {"trust_remote_code"}):
+        problems.append(Problem(where, f"{prefix}args.{key}", "not allowed in a submitted config; allowed: "
+                                                              f"{', '.join(sorted(ALLOWED_ARGS))}"))
+    remote = data.get("trust_remote_code") not in (None, False) or (args or {}).get("trust_remote_code") not in (
+        None, False)
+    if remote and not allow_remote_code:
+        problems.append(Problem(where, f"{prefix}trust_remote_code", "true: the model runs code from its repository; "
+                                "a maintainer must review that code and validate with --allow-remote-code"))
+    if not problems and types:
+        from omegaconf import OmegaConf
+
+        try:
+            OmegaConf.merge(OmegaConf.structured(ModelConfig), data)
+        except Exception as e:  # omegaconf's validation errors name the key and the expected type
+            msg = str(e).splitlines()[0]
+            key = getattr(e, "full_key", "") or ""
+            problems.append(Problem(where, f"{prefix}{key}", msg))
+    return tuple((p.field, p.message) for p in problems)
+
+
+def model_config_node(data: dict):
+    """A checked model config as the typed node a run uses (only after check_model_config passed)."""
+    from omegaconf import OmegaConf
+
+    from ..schema import ModelConfig
+
+    return OmegaConf.merge(OmegaConf.structured(ModelConfig), data)
+
+
+def full_config(data: dict, cls=None) -> dict:
+    """A config with every field its dataclass defaults (plain dicts: cheap enough for a thousand cards)."""
+    from ..schema import ModelConfig
+
+    cls = cls or ModelConfig
+    nested = _fields(cls)
+    out = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+           for f in dataclasses.fields(cls)}
+    out = {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v) for k, v in out.items()}
+    for k, v in data.items():
+        out[k] = full_config(v, nested[k]) if nested.get(k) and isinstance(v, dict) else v
+    return out
+
+
+
+
+def _path_problems(data: dict, where: str, prefix: str) -> list[Problem]:
+    """Paths a verifier's run would read: none may lead outside the folder it belongs in."""
+    problems = []
+    replay = data.get("replay") if isinstance(data.get("replay"), dict) else {}
+    for field, value in (("pretrained", data.get("pretrained")), ("replay.path", replay.get("path")),
+                         ("gguf_file", data.get("gguf_file"))):
+        if not isinstance(value, str):
+            continue
+        parts = PurePosixPath(value.replace("\\", "/")).parts
+        if value.startswith(("/", "~", "\\")) or (len(value) > 1 and value[1] == ":") or ".." in parts:
+            problems.append(Problem(where, f"{prefix}{field}", f"{value!r}: a submitted config names no absolute "
+                                    "path and no .. (weights: a hub id, pip:PACKAGE or a path inside the repository; "
+                                    "a replay: a path inside data_root)"))
+        elif field == "gguf_file" and len(parts) != 1:
+            problems.append(Problem(where, f"{prefix}{field}", f"{value!r}: a file name inside pretrained"))
+    return problems

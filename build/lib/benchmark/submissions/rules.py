@@ -1,0 +1,289 @@
+"""The rules every published score card follows. What a card states that can be derived is derived again and compared,
+never believed:
+
+- from the task's definition: its version, headline, the hash of its config, and its pinned data: the records' hash,
+  how many records a card covers and which ones the task cannot score (`pinned:` in the task file);
+- from the task's data, through the pinned `reference_sha256`: every sample's id, gold label(s) and group fields,
+  so the check holds where the data's licence keeps it out of the repository (the hash is the data's fingerprint;
+  with the data at hand, `--data-root` names the records that differ);
+- from the submitted outputs: every metric and every breakdown, recomputed by the task's own scoring;
+- from the configs: their hashes; and the verification block, from its signature.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import jsonschema
+
+from .. import BenchmarkError
+from ..hashing import file_sha256, sha256_json
+from .base import CARD_SUFFIX, KEY_NAME, MAX_METRICS, SAMPLES_SUFFIX, Problem, task_registry
+from .configs import check_model_config, full_config, model_config_node
+from .privacy import private_values
+from .samples import DATA_KEYS, read_samples
+from .signing import verification_problems
+
+
+@functools.lru_cache(maxsize=1)
+def _validator() -> jsonschema.Draft202012Validator:
+    from ..scorecard import load_schema
+
+    return jsonschema.Draft202012Validator(load_schema())
+
+
+@functools.lru_cache(maxsize=None)
+def _task_sha256(name: str) -> str:
+    from ..schema import TaskConfig, essential
+
+    return sha256_json(essential(task_registry()[name], TaskConfig))
+
+
+def _schema_problems(card: dict, where: str) -> list[Problem]:
+    validator = _validator()
+    return [Problem(where, ".".join(str(p) for p in e.absolute_path) or "(top level)", e.message)
+            for e in sorted(validator.iter_errors(card), key=lambda e: list(e.absolute_path))]
+
+
+def _metric_problems(card: dict, where: str) -> list[Problem]:
+    problems = []
+    headline = card["task"]["headline"]
+    if headline not in card["metrics"]:
+        problems.append(Problem(where, "task.headline", f"the headline metric {headline!r} is not in metrics"))
+    for name, m in card["metrics"].items():
+        at = f"metrics.{name}"
+        values = {k: m[k] for k in ("value", "ci_low", "ci_high")}
+        bad = [k for k, v in values.items() if not isinstance(v, (int, float)) or not math.isfinite(v)]
+        if bad:
+            problems.append(Problem(where, f"{at}.{bad[0]}", f"{values[bad[0]]!r} is not a finite number"))
+            continue
+        if "unit" not in m and not all(-1e-9 <= v <= 1 + 1e-9 for v in values.values()):
+            problems.append(Problem(where, at, f"a share must lie in [0, 1]; got {values}"))
+        if not values["ci_low"] - 1e-9 <= values["value"] <= values["ci_high"] + 1e-9:
+            problems.append(Problem(where, at, f"the CI [{values['ci_low']}, {values['ci_high']}] does not contain "
+                                               f"the value {values['value']}"))
+    return problems
+
+
+def _pinned_problems(card: dict, known: dict, where: str) -> list[Problem]:
+    """The card's data against what the task pins: the records' hash, how many it covers, which it left out."""
+    name, pinned, dataset = card["task"]["name"], known.get("pinned") or {}, card["dataset"]
+    if not pinned.get("sha256") or pinned.get("records") is None or not pinned.get("reference_sha256"):
+        return [Problem(where, "dataset.sha256", f"task {name} has no pinned data yet, so no card can be checked "
+                                                 f"against its data; a maintainer pins it in tasks/{name}.yaml "
+                                                 f"(python -m benchmark.submit pin {name})")]
+    problems = []
+    if dataset["sha256"] != pinned["sha256"]:
+        problems.append(Problem(where, "dataset.sha256", f"{dataset['sha256']} is not the hash of task {name}'s "
+                                                         f"data ({pinned['sha256']})"))
+    malformed = sorted(str(m.get("id")) for m in dataset["malformed"])
+    if malformed != sorted(pinned["malformed"]):
+        problems.append(Problem(where, "dataset.malformed", f"{len(malformed)} records left out as malformed; task "
+                                                            f"{name} cannot score exactly {len(pinned['malformed'])}: "
+                                                            f"{sorted(pinned['malformed'])[:10]}"))
+    expected = (pinned["records"], pinned["records"] + len(pinned["malformed"]))
+    if (dataset["n"], dataset["n_total"]) != expected:
+        problems.append(Problem(where, "dataset.n", f"{dataset['n']} of {dataset['n_total']} records: a published "
+                                                    f"card of task {name} covers all {expected[0]} of its "
+                                                    f"{expected[1]}"))
+    return problems
+
+
+def _config_problems(card: dict, where: str, thorough: bool, allow_remote_code: bool) -> list[Problem]:
+    """Every config on the card follows the rules for submitted configs; thorough: its hash is recomputed."""
+    from ..models import model_sha256
+
+    configs = [("model.", card["model"])]
+    configs += [(f"judges[{i}].", j) for i, j in enumerate(card.get("judges", [])) if "config" in j]
+    if "attacker" in card and "config" in card["attacker"]:
+        configs.append(("attacker.", card["attacker"]))
+    problems = []
+    for prefix, entry in configs:
+        found = check_model_config(entry["config"], where, allow_remote_code, prefix + "config.", thorough)
+        problems += found
+        if thorough and not found and entry.get("config_sha256") != model_sha256(model_config_node(entry["config"])):
+            problems.append(Problem(where, f"{prefix}config_sha256", "is not the hash of the config beside it"))
+    return problems
+
+
+def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool = True,
+               allow_remote_code: bool = False, data_root: str | None = None) -> list[Problem]:
+    """Every rule a published card follows. `thorough=False` (the leaderboard, on cards CI has validated) skips
+    reading the samples file, type-checking the configs' values and recomputing their hashes."""
+    where = str(path)
+    if isinstance(card.get("metrics"), dict) and len(card["metrics"]) > MAX_METRICS:
+        return [Problem(where, "metrics", f"{len(card['metrics']):,} metrics; a task computes at most a few hundred")]
+    problems = _schema_problems(card, where)
+    if problems:
+        return problems
+    registry = task_registry()
+    task = card["task"]
+    if task["name"] not in registry:
+        return [Problem(where, "task.name", f"unknown task {task['name']!r}; tasks: {', '.join(sorted(registry))}")]
+    known = registry[task["name"]]
+    for key in ("version", "headline", "kind"):
+        if task[key] != known[key]:
+            problems.append(Problem(where, f"task.{key}", f"{task[key]!r}: task {task['name']}'s {key} is "
+                                                          f"{known[key]!r}"))
+    if task["config_sha256"] != _task_sha256(task["name"]):
+        problems.append(Problem(where, "task.config_sha256", f"is not the hash of task {task['name']}'s definition "
+                                                             "(the card was made with another version of the task)"))
+    if path.name != task["name"] + CARD_SUFFIX:
+        problems.append(Problem(where, "task.name", f"a card for task {task['name']} must be named "
+                                                    f"{task['name']}{CARD_SUFFIX}"))
+    if path.parent.name != card["model"]["name"]:
+        problems.append(Problem(where, "model.name", f"{card['model']['name']!r} is not the folder's name "
+                                                     f"{path.parent.name!r}"))
+    problems += _pinned_problems(card, known, where)
+    for i, judge in enumerate(card.get("judges", [])):
+        for key in ("step", "voter"):
+            if not KEY_NAME.match(str(judge.get(key, ""))):
+                problems.append(Problem(where, f"judges[{i}].{key}", f"{judge.get(key)!r}: letters, digits, . _ : -"))
+    run = card["run"]
+    if run["limit"] is not None:
+        problems.append(Problem(where, "run.limit", f"{run['limit']}: a published card covers the whole split; run "
+                                                    "without limit="))
+    if run["failed"]:
+        problems.append(Problem(where, "run.failed", f"{run['failed']} requests failed; a published card has none: "
+                                                     "rerun the same command, which asks only those again"))
+    problems += _metric_problems(card, where)
+    if model_config is not None and not check_model_config(card["model"]["config"], where, True, "model.config.",
+                                                           thorough):
+        if full_config(model_config) != full_config(card["model"]["config"]):
+            problems.append(Problem(where, "model.config", "differs from the folder's model.yaml"))
+        elif full_config({"metadata": card["model"]["metadata"]})["metadata"] != full_config(model_config)["metadata"]:
+            problems.append(Problem(where, "model.metadata", "differs from the metadata in model.yaml"))
+    problems += _config_problems(card, where, thorough, allow_remote_code)
+    problems += [Problem(where, f, f"holds {what}; package runs with `python -m benchmark.submit`")
+                 for f, what in private_values({k: v for k, v in card.items() if k != "verification"})]
+    samples = card["samples"]
+    samples_path = path.parent / samples["file"]
+    if samples["file"] != task["name"] + SAMPLES_SUFFIX:
+        problems.append(Problem(where, "samples.file", f"{samples['file']!r}: must be {task['name']}{SAMPLES_SUFFIX}"))
+    elif samples_path.is_symlink() or not samples_path.is_file():
+        problems.append(Problem(where, "samples.file", f"{samples['file']} is missing or not a regular file"))
+    elif thorough:
+        problems += _samples_problems(samples_path, card, known, where, data_root)
+    if "verification" in card:
+        problems += verification_problems(card, where)
+    return problems
+
+
+@functools.lru_cache(maxsize=None)
+def _composed_task(name: str):
+    from ..schema import compose
+
+    return compose([f"task={name}"]).task
+
+
+def rescored(card: dict, samples: list[dict]) -> tuple[dict, dict]:
+    """The card's metrics and breakdown computed again from its samples by the task's own scoring (the card's
+    resamples and seed)."""
+    kind = _kind(card)
+    return kind.score(samples, card["run"]["bootstrap"], card["run"]["seed"])
+
+
+def _kind(card: dict):
+    from ..kinds import make_kind
+
+    return make_kind(_composed_task(card["task"]["name"]), model_config_node(card["model"]["config"]))
+
+
+def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root: str | None) -> list[Problem]:
+    from ..kinds import reference_sha256
+
+    if file_sha256(path) != card["samples"]["sha256"]:
+        return [Problem(where, "samples.sha256", f"does not match {path.name}")]
+    try:
+        samples = read_samples(path)
+    except BenchmarkError as e:
+        return [Problem(str(path), "", str(e).removeprefix(f"{path}: "))]
+    problems = []
+    ids = [s["id"] for s in samples]
+    if len(set(ids)) != len(ids):
+        problems.append(Problem(str(path), "id", f"{len(ids) - len(set(ids))} repeated sample ids"))
+    odd = [i for i in ids if not KEY_NAME.match(i)]
+    if odd:
+        problems.append(Problem(str(path), "id", f"{odd[0]!r}: sample ids are letters, digits, . _ : -"))
+    if len(samples) != card["samples"]["n"] or len(samples) != card["dataset"]["n"]:
+        problems.append(Problem(where, "samples.n", f"{path.name} has {len(samples)} samples; the card says "
+                                                    f"{card['samples']['n']} (dataset.n {card['dataset']['n']})"))
+    texts = sorted({k for s in samples for k in DATA_KEYS if k in s})
+    if texts:
+        problems.append(Problem(str(path), texts[0], "holds the data set's own text; submissions keep its hash "
+                                                     "only (package with `python -m benchmark.submit`)"))
+    failed = [s["id"] for s in samples if s.get("error")]
+    if failed:
+        problems.append(Problem(str(path), "error", f"{len(failed)} samples failed (ids {failed[:5]}); a published "
+                                                    "card has none"))
+    problems += [Problem(str(path), f, f"holds {what}") for f, what in private_values(
+        [s.get("error") for s in samples])]
+    if problems:
+        return problems
+    try:
+        kind = _kind(card)
+        if reference_sha256(kind, samples) != known["pinned"]["reference_sha256"]:
+            differing = _differing_ids(card, kind, samples, data_root)
+            return [Problem(str(path), "target", "the samples' ids, gold labels or groups are not the task's own "
+                                                 "(their reference_sha256 differs from the task's pinned one)"
+                            + (f"; records that differ: {differing[:10]}" if differing else
+                               "; validate with --data-root to name the records"))]
+        metrics, breakdown = rescored(card, samples)
+    except Exception as e:  # samples the task's scoring cannot read are not this task's samples
+        return [Problem(str(path), "", f"the task's scoring cannot read these samples: {type(e).__name__}: {e}")]
+    for name in sorted(set(metrics) | set(card["metrics"])):
+        mine, theirs = metrics.get(name), card["metrics"].get(name)
+        if mine is None or theirs is None:
+            problems.append(Problem(where, f"metrics.{name}", "not a metric the task computes from these samples"
+                                    if mine is None else "missing: the task computes it from these samples"))
+        elif any(not _close(mine.get(k), theirs.get(k)) for k in ("value", "ci_low", "ci_high", "n", "unit")):
+            problems.append(Problem(where, f"metrics.{name}", f"{theirs} is not what the samples give: {mine}"))
+    for key, differs in _differences(breakdown, card["breakdown"], "breakdown"):
+        problems.append(Problem(where, key, differs))
+    return problems
+
+
+def _differing_ids(card: dict, kind, samples: list[dict], data_root: str | None) -> list[str]:
+    """With the task's data at hand: the ids whose gold labels or groups differ from the data's (or that the data
+    does not have)."""
+    if not data_root:
+        return []
+    from ..runner import usable_records
+
+    try:
+        _, items, _ = usable_records(kind, data_root)
+    except BenchmarkError:
+        return []
+    truth = {r["id"]: kind.reference(r) for r in items}
+    fields = kind.reference_fields
+    differing = [s["id"] for s in samples if s["id"] not in truth
+                 or any(_differences(truth[s["id"]].get(f), s.get(f), f) for f in fields)]
+    return differing + sorted(set(truth) - {s["id"] for s in samples})
+
+
+def _differences(mine, theirs, at: str) -> list[tuple[str, str]]:
+    """Where a recomputed structure and the card's differ (floats within rounding), as (field, what)."""
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        out = []
+        for k in sorted(set(mine) | set(theirs), key=str):
+            if k not in theirs or k not in mine:
+                out.append((f"{at}.{k}", "missing: the samples give it" if k in mine else
+                            "not what the samples give: they give nothing here"))
+            else:
+                out += _differences(mine[k], theirs[k], f"{at}.{k}")
+        return out
+    if isinstance(mine, (list, tuple)) and isinstance(theirs, list) and len(mine) == len(theirs):
+        return [d for i, (a, b) in enumerate(zip(mine, theirs)) for d in _differences(a, b, f"{at}[{i}]")]
+    if _close(mine, theirs):
+        return []
+    return [(at, f"{str(theirs)[:80]} is not what the samples give: {str(mine)[:80]}")]
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b))
+    return a == b

@@ -1,0 +1,308 @@
+"""Publishing score cards.
+
+    python -m benchmark.submit RUN_DIR [--to submissions] [--replace]   package a finished run into submissions/<model>/
+    python -m benchmark.submit validate [PATH ...] [--data-root DIR]    check submissions (default: the whole folder)
+    python -m benchmark.submit verify CARD [--n 20] [--endpoint ROLE=URL] [--key-env ROLE=VAR] [--key PEM]
+                                                                         re-run a random sample of a card's records
+    python -m benchmark.submit pin TASK [--data-root DIR]                derive a task's `pinned:` values from its data
+    python -m benchmark.submit keygen PATH                               a verifier's key pair
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import secrets
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+
+from . import BenchmarkError, __version__
+from . import submissions as S
+from .files import write_json
+from .models import model_sha256
+from .models.registry import calls_over_http
+from .submissions.base import NAME, capped
+from .submissions.configs import model_config_node, read_yaml
+from .submissions.privacy import scrub
+from .submissions.rules import check_card
+from .submissions.samples import strip_sample, write_samples
+from .submissions.signing import card_sha256, keygen, sign
+
+
+def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None = None,
+            replace: bool = False) -> tuple[Path, Path | None]:
+    """Copy a run's card, its model config and its samples (without the data's texts) into `to/<model>/`. Returns
+    the card's path and the card it replaced, if any; a signed card is replaced only with `replace`."""
+    from .runner import read_samples
+    from .scorecard import validate
+
+    card_path = run_dir / "scorecard.json"
+    if not card_path.is_file():
+        raise BenchmarkError(f"{run_dir}: no scorecard.json; package a finished run's folder")
+    card = json.loads(card_path.read_text(encoding="utf-8"))
+    validate(card, str(card_path))
+    if card["run"]["limit"] is not None:
+        raise BenchmarkError(f"{card_path}: run.limit={card['run']['limit']}: a published card covers the whole split;"
+                             " run again without limit=")
+    name, task = card["model"]["name"], card["task"]["name"]
+    if not NAME.match(name):
+        raise BenchmarkError(f"{card_path}: model.name {name!r} cannot name a folder; use letters, digits, . _ -")
+    samples = read_samples(run_dir / card["samples"]["file"])
+    if len(samples) != card["samples"]["n"]:
+        raise BenchmarkError(f"{run_dir / card['samples']['file']}: {len(samples)} samples; the card says "
+                             f"{card['samples']['n']}")
+    card = scrub({k: v for k, v in card.items() if k != "verification"}, data_root)
+    for entry in (card["model"], *card.get("judges", []), *([card["attacker"]] if "attacker" in card else [])):
+        entry["config_sha256"] = model_sha256(model_config_node(entry["config"]))  # of the config as published
+    config = card["model"]["config"]
+    folder = Path(to) / name
+    model_file = folder / S.MODEL_FILE
+    if model_file.exists() and read_yaml(model_file) != config:
+        raise BenchmarkError(f"{model_file} holds another config of model {name}; a folder holds one model "
+                             "config: give this one another name (model.name=...)")
+    target = folder / (task + S.CARD_SUFFIX)
+    replaced = target if target.exists() else None
+    if replaced is not None and not replace and "verification" in S.read_card(target):
+        raise BenchmarkError(f"{target} is a verified (signed) card; packaging would replace it with an unsigned one. "
+                             "Pass --replace to replace it (then verify the new card)")
+    # built beside the folder and moved in only once it validates: a failed packaging leaves nothing behind
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".package-") as tmp:
+        staged = Path(tmp) / name
+        staged.mkdir()
+        samples_file = staged / (task + S.SAMPLES_SUFFIX)
+        sha = write_samples([strip_sample(s) for s in samples.values()], samples_file)
+        card["samples"] = {"file": samples_file.name, "sha256": sha, "n": len(samples)}
+        (staged / S.MODEL_FILE).write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True),
+                                           encoding="utf-8")
+        write_json(staged / target.name, card)
+        problems = check_card(staged / target.name, card, config, data_root=data_root)
+        if problems:
+            raise BenchmarkError("the packaged card does not validate:\n  " + "\n  ".join(map(str, capped(problems))))
+        folder.mkdir(exist_ok=True)
+        for f in staged.iterdir():
+            os.replace(f, folder / f.name)
+    return target, replaced
+
+
+def validate(paths: list[Path], allow_remote_code: bool = False,
+             data_root: str | None = None) -> tuple[int, list[S.Problem]]:
+    """Number of valid cards and the problems, over submission roots, model folders or single cards."""
+    valid, problems = 0, []
+    for path in paths:
+        if path.is_file():
+            loaded = S.load_folder(path.parent, True, allow_remote_code, only=path, data_root=data_root)
+        elif not path.is_dir():
+            problems.append(S.Problem(str(path), "", "no such file or folder"))
+            continue
+        # a submissions folder holds model folders; a model folder holds only files
+        elif not any(p.is_dir() for p in path.iterdir() if not p.name.startswith(".")):
+            loaded = S.load_folder(path, True, allow_remote_code, data_root=data_root)
+        else:
+            loaded = S.load(path, thorough=True, allow_remote_code=allow_remote_code, data_root=data_root)
+            if not loaded.cards and not loaded.rejected:
+                problems.append(S.Problem(str(path), "", "holds no model folder"))
+        valid += len(loaded.cards)
+        problems += loaded.rejected
+    return valid, problems
+
+
+def _roles(card: dict) -> dict[str, dict]:
+    """Every model config on a card by its role: model, each judge by voter name, attacker."""
+    roles = {"model": card["model"]["config"]}
+    roles.update({j["voter"]: j["config"] for j in card.get("judges", [])})
+    if card.get("attacker"):
+        roles["attacker"] = card["attacker"]["config"]
+    return roles
+
+
+def _maintainers_endpoints(card: dict, endpoints: dict[str, str], key_envs: dict[str, str]) -> dict[str, dict]:
+    """The card's configs with every HTTP endpoint and key the verifier's own: a submitted base_url or api_key_env is
+    never used, so no submission chooses where a maintainer's credentials go."""
+    roles = _roles(card)
+    unknown = sorted((set(endpoints) | set(key_envs)) - set(roles))
+    if unknown:
+        raise BenchmarkError(f"--endpoint/--key-env for {unknown}: this card's roles are {sorted(roles)}")
+    out = {}
+    for role, config in roles.items():
+        config = dict(config)
+        if calls_over_http(config):
+            if role not in endpoints:
+                raise BenchmarkError(f"the card's {role} ({config.get('name')}) is called over HTTP; give the endpoint "
+                                     f"to verify it with: --endpoint {role}=URL, and --key-env {role}=VARIABLE if it "
+                                     "needs a key (the card's own base_url and api_key_env are never used)")
+            config.update(base_url=endpoints[role], api_key_env=key_envs.get(role))
+        elif role in endpoints or role in key_envs:
+            raise BenchmarkError(f"the card's {role} ({config.get('name')}) is not called over HTTP; it takes no "
+                                 "--endpoint or --key-env")
+        out[role] = config
+    return out
+
+
+def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str | None = None,
+           min_agreement: float = 0.95, allow_remote_code: bool = False, key: Path | None = None,
+           endpoints: dict[str, str] | None = None, key_envs: dict[str, str] | None = None) -> dict:
+    """Validate the card (every derived value recomputed), then re-run a random sample of its records with its
+    configs (a fresh cache: the models really answer; endpoints and keys the verifier's own) and compare outputs,
+    verdicts, gold labels and groups with the submitted samples. With a verifier's private key the result is signed
+    and written into the card as `verification`; without one it is only returned."""
+    from omegaconf import OmegaConf, open_dict
+
+    from .kinds import make_kind
+    from .runner import read_samples, run
+    from .schema import JudgeConfig, compose
+
+    loaded = S.load_folder(card_path.parent, True, allow_remote_code, only=card_path, data_root=data_root)
+    if loaded.rejected:
+        raise BenchmarkError("the card does not validate; fix it before verifying:\n  " +
+                             "\n  ".join(map(str, loaded.rejected)))
+    card = loaded.cards[0].card
+    if n < 1:
+        raise BenchmarkError(f"--n {n}: re-run at least one record")
+    configs = _maintainers_endpoints(card, endpoints or {}, key_envs or {})
+    # drawn now unless given: a submitter cannot know in advance which records will be checked
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    submitted = {s["id"]: s for s in S.read_samples(card_path.parent / card["samples"]["file"])}
+    ids = random.Random(seed).sample(sorted(submitted), min(n, len(submitted)))
+
+    with tempfile.TemporaryDirectory(prefix="verify-") as tmp:
+        cfg = compose([f"task={card['task']['name']}", f"output_dir={tmp}/run", f"cache_dir={tmp}/cache",
+                       f"seed={card['run']['seed']}", "bootstrap=10", "progress=false", "judge_validity=false",
+                       f"allow_remote_code={allow_remote_code}"])
+        with open_dict(cfg):
+            cfg.data_root = data_root
+            cfg.ids = ids
+            cfg.model = model_config_node(configs["model"])
+            if card.get("judges"):
+                voters: dict[str, list[str]] = {}
+                for j in card["judges"]:
+                    voters.setdefault(j["step"], []).append(j["voter"])
+                cfg.judge = OmegaConf.merge(OmegaConf.structured(JudgeConfig), {
+                    "name": "as submitted", "voters": voters,
+                    "models": {j["voter"]: OmegaConf.to_container(model_config_node(configs[j["voter"]]))
+                               for j in card["judges"]}})
+            if card.get("attacker"):
+                cfg.attacker = model_config_node(configs["attacker"])
+        _, rerun_path = run(cfg)
+        kind = make_kind(cfg.task, cfg.model)
+        # compared as submitted: the data set's texts hashed
+        rerun = {i: strip_sample(s) for i, s in read_samples(rerun_path.parent / "samples.jsonl").items()}
+
+    compared = [i for i in ids if not submitted[i].get("error") and not rerun[i].get("error")]
+    same_output = sum(kind.outputs(submitted[i]) == kind.outputs(rerun[i]) for i in compared)
+    same_verdict = sum(kind.verdicts(submitted[i]) == kind.verdicts(rerun[i]) for i in compared)
+    other_reference = [i for i in ids if any(submitted[i].get(f) != rerun[i].get(f) for f in kind.reference_fields)]
+    agreement = same_verdict / len(compared) if compared else 0.0
+    result = {
+        "verified": (bool(compared) and len(compared) == len(ids) and agreement >= min_agreement
+                     and not other_reference),
+        "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "by": f"benchmark {__version__} (python -m benchmark.submit verify)",
+        "seed": seed,
+        "n": len(ids),
+        "failed": len(ids) - len(compared),
+        "verdict_agreement": round(agreement, 4),
+        "output_agreement": round(same_output / len(compared), 4) if compared else 0.0,
+        "reference_mismatches": len(other_reference),
+        "min_agreement": min_agreement,
+        "disagreeing_ids": [i for i in compared if kind.verdicts(submitted[i]) != kind.verdicts(rerun[i])][:20],
+    }
+    card = {k: v for k, v in card.items() if k != "verification"}
+    result["card_sha256"] = card_sha256(card)
+    if key is not None:
+        card["verification"] = result = sign(card, result, key)
+        write_json(card_path, card)
+    return result
+
+
+def _pairs(values: list[str], flag: str) -> dict[str, str]:
+    out = {}
+    for v in values or []:
+        role, sep, value = v.partition("=")
+        if not sep or not role or not value:
+            raise BenchmarkError(f"{flag} {v!r}: give ROLE=VALUE (ROLE: model, attacker or a judge's voter name)")
+        out[role] = value
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = ("package", "validate", "verify", "pin", "keygen")
+    command = argv.pop(0) if argv and argv[0] in commands else "package"
+    p = argparse.ArgumentParser(prog=f"python -m benchmark.submit {command}")
+    data_root = os.environ.get("BENCHMARK_DATA_ROOT")
+    if command == "package":
+        p.add_argument("run_dir", type=Path, help="a finished run's folder (holds scorecard.json)")
+        p.add_argument("--to", type=Path, default=S.SUBMISSIONS_DIR, help="the submissions folder")
+        p.add_argument("--data-root", default=data_root)
+        p.add_argument("--replace", action="store_true", help="replace a verified (signed) card of the same task")
+    elif command == "validate":
+        p.add_argument("paths", type=Path, nargs="*", default=[S.SUBMISSIONS_DIR])
+        p.add_argument("--data-root", default=data_root,
+                       help="the data sets: names the records whose gold labels or groups differ from the data's")
+        p.add_argument("--allow-remote-code", action="store_true",
+                       help="accept trust_remote_code: true (after a maintainer reviewed that code)")
+    elif command == "pin":
+        p.add_argument("task", help="a task's name")
+        p.add_argument("--data-root", default=data_root)
+    elif command == "keygen":
+        p.add_argument("path", type=Path, help="where the new private key goes (keep it out of the repository)")
+    else:
+        p.add_argument("card", type=Path)
+        p.add_argument("--n", type=int, default=20, help="records to re-run")
+        p.add_argument("--seed", type=int, default=None, help="which records (default: drawn at random)")
+        p.add_argument("--min-agreement", type=float, default=0.95)
+        p.add_argument("--data-root", default=data_root)
+        p.add_argument("--allow-remote-code", action="store_true")
+        p.add_argument("--endpoint", action="append", metavar="ROLE=URL",
+                       help="the chat completions URL of a role called over HTTP (model, attacker, a judge's voter)")
+        p.add_argument("--key-env", action="append", metavar="ROLE=VARIABLE",
+                       help="the environment variable holding that endpoint's key")
+        p.add_argument("--key", type=Path, default=os.environ.get("BENCHMARK_VERIFIER_KEY"),
+                       help="a verifier's private key: sign the result into the card (default: "
+                            "$BENCHMARK_VERIFIER_KEY; without one the result is only printed)")
+    args = p.parse_args(argv)
+    try:
+        if command == "package":
+            out, replaced = package(args.run_dir, args.to, args.data_root, args.replace)
+            if replaced is not None:
+                print(f"replaced the card {replaced} (and its samples)")
+            print(f"packaged {out} (and {out.parent / S.MODEL_FILE}); it validates")
+        elif command == "validate":
+            valid, problems = validate(args.paths, args.allow_remote_code, args.data_root)
+            for problem in problems:
+                print(f"rejected: {problem}")
+            print(f"{valid} valid score card(s), {len(problems)} problem(s)")
+            return 1 if problems or not valid else 0
+        elif command == "pin":
+            from .runner import pins
+
+            block = {"pinned": pins(args.task, args.data_root)}
+            print(yaml.safe_dump(block, sort_keys=False, default_flow_style=None), end="")
+        elif command == "keygen":
+            entry = keygen(args.path)
+            print(f"private key written to {args.path}; add this public key to submissions/verifier_keys.json: "
+                  f"{entry}")
+        else:
+            r = verify(args.card, args.n, args.seed, args.data_root, args.min_agreement, args.allow_remote_code,
+                       args.key, _pairs(args.endpoint, "--endpoint"), _pairs(args.key_env, "--key-env"))
+            state = "verified" if r["verified"] else "NOT verified"
+            print(f"{args.card}: {state}: {r['n']} records re-run (seed {r['seed']}), verdicts agree on "
+                  f"{100 * r['verdict_agreement']:.1f}%, outputs identical on {100 * r['output_agreement']:.1f}%, "
+                  f"{r['failed']} failed, {r['reference_mismatches']} with other gold labels or groups"
+                  + ("; signed into the card" if args.key else "; not written (no --key)"))
+            return 0 if r["verified"] else 1
+    except BenchmarkError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

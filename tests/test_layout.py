@@ -1,0 +1,100 @@
+"""The package's shape: an ordinary install runs from any folder with the shipped tasks and configs, and no module
+imports one that imports it back."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO
+
+SRC = REPO / "src" / "benchmark"
+
+
+def test_an_installed_wheel_runs_the_default_from_any_folder(tmp_path, data_root):
+    wheels, site, elsewhere = tmp_path / "wheels", tmp_path / "site", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    def pip(*args):
+        done = subprocess.run([sys.executable, "-m", "pip", "-q", *args], capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+    pip("wheel", "--no-deps", "--no-build-isolation", str(REPO), "-w", str(wheels))
+    pip("install", "--no-deps", "--target", str(site), *map(str, wheels.glob("*.whl")))
+    assert (site / "benchmark" / "conf" / "config.yaml").is_file()
+    assert (site / "benchmark" / "conf" / "task" / "diasafety.yaml").is_file()  # task/ points at tasks/ in a checkout
+    assert (site / "benchmark" / "tasks" / "toxicchat.yaml").is_file()
+    env = {**os.environ, "PYTHONPATH": str(site), "BENCHMARK_DATA_ROOT": str(data_root)}
+    done = subprocess.run([sys.executable, "-m", "benchmark", "limit=10", "progress=false"], cwd=elsewhere, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    card = json.loads(next((elsewhere / "results").glob("*/*/*/scorecard.json")).read_text())
+    assert card["task"]["name"] == "diasafety" and card["run"]["git_commit"] is None
+    here = subprocess.run([sys.executable, "-c", "import benchmark.paths as p; print(p.CONF_DIR)"], cwd=elsewhere,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert Path(here.stdout.strip()) == site / "benchmark" / "conf"
+
+
+def _imports(path: Path, package: str) -> set[str]:
+    """The suite's modules a module imports, anywhere in it (module-level or inside a function)."""
+    module = ".".join(path.relative_to(SRC.parent).with_suffix("").parts).removesuffix(".__init__")
+    is_package = path.name == "__init__.py"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names = [f"{target}.{a.name}" for a in node.names]
+            found |= {n for n in names if _module_file(n)} | ({target} if _module_file(target) else set())
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if _module_file(a.name)}
+    return {f for f in found if f.startswith(package) and f != module}
+
+
+def _module_file(name: str) -> Path | None:
+    parts = name.split(".")
+    if parts[0] != "benchmark":
+        return None
+    base = SRC.parent.joinpath(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import cycle of a module graph (a package's own submodules, which its __init__ may import to declare
+    its interface, are not edges back)."""
+    found, state = [], {}
+
+    def visit(m, stack):
+        state[m] = "open"
+        for t in sorted(graph.get(m, ())):
+            if t.startswith(m + "."):
+                continue
+            if state.get(t) == "open":
+                found.append(stack[stack.index(t):] + [t])
+            elif t not in state:
+                visit(t, stack + [t])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    return found
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "p": {"p.x"}, "p.x": set()}) == [["a", "b", "c", "a"]]
+    graph = {}
+    for path in SRC.rglob("*.py"):
+        module = ".".join(path.relative_to(SRC.parent).with_suffix("").parts).removesuffix(".__init__")
+        graph[module] = _imports(path, "benchmark")
+    assert cycles(graph) == []
