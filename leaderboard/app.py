@@ -387,9 +387,8 @@ def _file_signature(path: Path) -> tuple:
 
 
 def submit_page() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = re.search(r"^## Submit.*?(?=^## )", readme + "\n## ", re.S | re.M)
-    st.markdown(section.group(0) if section else "See the README's Submit section.")
+    guide = REPO / "docs" / "submitting.md"
+    st.markdown(guide.read_text(encoding="utf-8") if guide.is_file() else "See docs/submitting.md.")
 
 
 def main() -> None:

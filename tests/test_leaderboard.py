@@ -466,12 +466,13 @@ def test_model_page_shows_a_conversation_turn_by_turn(app):
     assert any("flagged at turn 3" in c.value.replace("\\", "") for c in at.caption)
 
 
-def test_submit_page_is_the_readmes_section(app):
+def test_submit_page_is_the_submission_guide(app):
     at = app.run()
     at.sidebar.radio(key="page").set_value("Submit").run()
     text = "\n".join(m.value for m in at.markdown)
-    readme = (REPO / "README.md").read_text()
-    assert "python -m benchmark.submit validate" in text and text.strip() in readme
+    guide = (REPO / "docs" / "submitting.md").read_text()
+    assert "python -m benchmark.submit validate" in text and text.strip() in guide
+    assert "What a signed card guarantees" in text
 
 
 def test_csv_download_holds_the_table(fixture_root):

@@ -31,7 +31,7 @@ class CachedModel:
         if not self.backend.supports(op):
             name = self._name()
             raise BenchmarkError(f"model {name} (backend {type(self.backend).__name__}) cannot {op}; this task needs "
-                                 f"a model that can (see the task's kind in README)")
+                                 f"a model that can (docs/tasks.md says what each task asks)")
         shape = self.backend.answer_shape
         keys = [request_key(self.sha + (f"/{shape}" if shape else ""), op, self._keyed(op, p)) for p in payloads]
         found = self.cache.get_many(keys)
