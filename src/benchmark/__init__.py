@@ -5,3 +5,10 @@ __version__ = "0.2.0"
 
 class BenchmarkError(Exception):
     """A problem with the user's input (config, data, command line): printed as one message, no traceback."""
+
+
+def evaluate(model: str | None = None, task: str | None = None, overrides=(), **settings) -> dict:
+    """Run `task` on `model` in this process and return the score card; see benchmark.catalog.evaluate."""
+    from .catalog import evaluate as run
+
+    return run(model, task, overrides, **settings)

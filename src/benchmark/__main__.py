@@ -26,12 +26,19 @@ def _in_sweep() -> bool:
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg):
+    from hydra.core.hydra_config import HydraConfig
+
     from .report import table
     from .runner import run
 
     in_sweep = _in_sweep()
     try:
-        card, path = run(cfg)
+        if cfg.preview is not None:
+            from .catalog import preview
+
+            print(preview(cfg, cfg.preview), flush=True)
+            return None
+        card, path = run(cfg, list(HydraConfig.get().overrides.task))
     except BenchmarkError as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         if in_sweep:
@@ -58,7 +65,28 @@ def _warn_other_checkout() -> None:
               file=sys.stderr, flush=True)
 
 
+def _tool(argv: list[str]) -> int:
+    """`python -m benchmark list [tasks|models|judges|attackers]`, `view [FOLDER]`, `export ...`."""
+    command, rest = argv[0], argv[1:]
+    try:
+        if command == "list":
+            from .catalog import listing
+
+            print(listing(rest[0] if rest else None))
+            return 0
+        from .tools import main as tool
+
+        return tool(command, rest)
+    except BenchmarkError as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return 2
+
+
+TOOLS = ("list", "view", "export")
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] in TOOLS:
+        sys.exit(_tool(sys.argv[1:]))
     _warn_other_checkout()
     try:  # every config file Hydra may read, first: a bad one is one line, not a traceback or a hang
         check_config_dirs(search_path_folders(sys.argv[1:]))

@@ -278,16 +278,18 @@ def _check_settings(cfg) -> None:
         raise BenchmarkError(f"task {cfg.task.name}: better={cfg.task.better!r}; use higher or lower")
 
 
-def plan(cfg) -> Plan:
+def plan(cfg, pin: bool = True) -> Plan:
     """Stage 1: check the settings, compose the kind, pin and hash every model config, load and choose the records,
-    render one record's templates, and name the run folder. Loads no model and writes nothing."""
+    render one record's templates, and name the run folder. Loads no model and writes nothing. `pin=False` (a
+    preview): the configs' content (a detector's weights, a replay's file) is neither read nor required."""
     _check_settings(cfg)
     task, model_cfg = cfg.task, cfg.model
     kind = make_kind(_plain_task(task), model_cfg)
     voters, judge_cfgs = _judge_panel(cfg, kind)
     attacker_cfg = _attacker(cfg, kind)
     for config in (model_cfg, *judge_cfgs.values(), *([attacker_cfg] if attacker_cfg is not None else [])):
-        pin_content(config, cfg.data_root)
+        if pin:
+            pin_content(config, cfg.data_root)
     hashes = {"model": model_sha256(model_cfg), "task": task_sha256(OmegaConf.to_container(task, resolve=True)),
               "judges": {key: model_sha256(j) for key, j in judge_cfgs.items()},
               "attacker": model_sha256(attacker_cfg) if attacker_cfg is not None else None}
@@ -416,14 +418,16 @@ def _write_in_order(path: Path, samples: list[dict]) -> None:
                              "it makes no model call") from None
 
 
-def run(cfg) -> tuple[dict, Path]:
-    """plan -> execute -> score -> card: the card (scorecard.assemble) and its path."""
+def run(cfg, overrides: list[str] | None = None) -> tuple[dict, Path]:
+    """plan -> execute -> score -> card: the card (scorecard.assemble) and its path. `overrides`: the command line's
+    key=value arguments, recorded on the card."""
     started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat(timespec="seconds")
     p = plan(cfg)
     done = execute(p)
     metrics, breakdown = p.kind.score(done.samples, cfg.bootstrap, cfg.seed)
     samples_path = p.run_dir / "samples.jsonl"
-    card = scorecard.assemble(p, done, metrics, breakdown, samples_path, started_at, time.perf_counter() - started)
+    card = scorecard.assemble(p, done, metrics, breakdown, samples_path, started_at, time.perf_counter() - started,
+                              overrides)
     card_path = p.run_dir / "scorecard.json"
     try:
         scorecard.write(card, card_path)

