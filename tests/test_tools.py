@@ -46,3 +46,34 @@ def test_evaluate_runs_from_python_and_records_what_was_asked(tmp_path, data_roo
     assert again["run"]["resumed"] == 12 and again["metrics"] == card["metrics"]
     saved = json.loads(next((tmp_path / "results").glob("*/*/*/scorecard.json")).read_text())
     assert saved["run"]["overrides"] == card["run"]["overrides"]
+
+
+def test_progress_counts_requests_as_they_are_answered(compose, data_root, monkeypatch, tmp_path):
+    """Every request the model under test answers moves the bar as it comes (not a chunk of records at a time); the
+    judges' are counted beside it; planned requests a run will not make leave the total."""
+    from benchmark import progress as P
+    from benchmark.runner import run
+
+    updates, bars = [], []
+    real_answered = P.Progress.answered
+
+    def answered(self, who, n):
+        updates.append((who, n))
+        real_answered(self, who, n)
+
+    monkeypatch.setattr(P.Progress, "answered", answered)
+    real_init = P.Progress.__init__
+    monkeypatch.setattr(P.Progress, "__init__", lambda self, total, desc, enabled=True: (
+        bars.append(self), real_init(self, total, desc, False))[-1])
+    run(compose("model=profanity-check", "limit=100", "chunk_size=100", "model.batch_size=5"))
+    assert bars[-1].total == 100 and bars[-1].answered_by_model == 100
+    # one chunk of 100 records reaches the bar in slices of 4 batches (20 requests), not at the chunk's end
+    assert [n for who, n in updates if who == "model" and n] == [20] * 5
+
+    updates.clear()
+    run(compose("model=blenderbot-small", "task=diasafety_chatbot", "limit=6", "task.attack.samples=3",
+                "judge.models.context.backend=keywords", "judge.models.context.phrases=[idiot]",
+                "judge.models.context.pretrained=null", f"cache_dir={tmp_path / 'fresh'}"))
+    done = bars[-1]
+    assert done.total == 6 and done.answered_by_model == 6  # a replay answers a record's 3 responses at once: 6 requests, not 18
+    assert {who for who, _ in updates} == {"model", "judge utterance", "judge context"}

@@ -29,6 +29,7 @@ from .data import Records
 from .kinds import Kind, make_kind
 from .models import load_backend, model_sha256, pin_content
 from .models.cached import CachedModel
+from .progress import Progress
 
 MIN_FREE_BYTES = 50 * 2**20
 
@@ -370,24 +371,26 @@ def _ask(p: Plan, cache: ResponseCache) -> Execution:
             out.judge_facts = {key: _judge_facts(judge, cfg) for key, judge in panel.items()}
             write_json(facts_path, out.judge_facts)
     if pending:
-        from tqdm import tqdm
-
+        progress = Progress(len(pending) * kind.requests_per_record, f"{cfg.model.name} on {cfg.task.name}",
+                            cfg.progress)
+        for key, judge in panel.items():
+            judge.progress, judge.role = progress, f"judge {key}"
         judges = {step: [(key, panel[key]) for key in keys] for step, keys in p.voters.items()}
-        model = CachedModel(backend(cfg.model), p.hashes["model"], cache, cfg.model, cfg.seed)
+        model = CachedModel(backend(cfg.model), p.hashes["model"], cache, cfg.model, cfg.seed, progress)
         if p.attacker_cfg is not None:
             kind.attacker = CachedModel(backend(p.attacker_cfg), p.hashes["attacker"], cache, p.attacker_cfg,
-                                        cfg.seed)
-        with open(samples_path, "ab", buffering=0) as log, tqdm(
-            total=len(pending), desc=f"{cfg.model.name} on {cfg.task.name}", unit="sample", disable=not cfg.progress
-        ) as bar:
-            for start in range(0, len(pending), cfg.chunk_size):
-                chunk = pending[start : start + cfg.chunk_size]
-                lines = []
-                for sample in kind.evaluate(chunk, model, judges):
-                    lines.append(json.dumps(sample, ensure_ascii=False) + "\n")
-                    done[sample["id"]] = sample
-                _append(log, "".join(lines).encode("utf-8"), samples_path)
-                bar.update(len(chunk))
+                                        cfg.seed, progress, "attacker")
+        try:
+            with open(samples_path, "ab", buffering=0) as log:
+                for start in range(0, len(pending), cfg.chunk_size):
+                    chunk = pending[start : start + cfg.chunk_size]
+                    lines = []
+                    for sample in kind.evaluate(chunk, model, judges):
+                        lines.append(json.dumps(sample, ensure_ascii=False) + "\n")
+                        done[sample["id"]] = sample
+                    _append(log, "".join(lines).encode("utf-8"), samples_path)
+        finally:
+            progress.close()
         out.model_calls, out.cache_hits = model.calls, model.hits
         if p.attacker_cfg is not None:
             out.attacker_calls = kind.attacker.calls

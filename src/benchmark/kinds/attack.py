@@ -171,6 +171,10 @@ class Attack(Kind):
         return [f"records scored: {records['scored']} of {records['total']} ({records['unmatched']} without recorded "
                 f"responses, {records['failed']} failed); responses judged: {breakdown.get('responses')}"]
 
+    @property
+    def requests_per_record(self) -> int:
+        return self.k
+
     def reference(self, record: dict) -> dict:
         """What a sample takes from the task's data alone: the group fields."""
         return {"group": {g: record.get(g) for g in self.task.group_by}}
@@ -215,6 +219,7 @@ class Attack(Kind):
             if match and any(match not in r for r in records):
                 raise BenchmarkError(f"task {self.task.name}: the replay matches records by field {match!r}, "
                                      "which its records do not have")
+            model.will_not_ask(len(records) * (self.k - 1))  # one recorded answer holds a record's k responses
             outs = model("replay", [{"task": self.task.name, "id": r["id"], **({"key": r[match]} if match else {})}
                                     for r in records])
             return [o if o is None or isinstance(o, Failure) else self._recorded(o) for o in outs]

@@ -29,6 +29,11 @@ class Kind(ABC):
 
         return load_records(self.task, data_root)
 
+    @property
+    def requests_per_record(self) -> int:
+        """How many requests the model under test answers per record (a run's progress plans with it)."""
+        return 1
+
     @abstractmethod
     def check_record(self, record: dict) -> str | None:
         """Why a record cannot be scored (it is reported as malformed), or None."""

@@ -214,6 +214,10 @@ class Classify(Kind):
 
     reference_fields = ("target", "group")
 
+    @property
+    def requests_per_record(self) -> int:
+        return len(self.questions[0].labels) if self.scoring == "loglikelihood" else 1
+
     @staticmethod
     def outputs(sample: dict):
         """What the model said."""

@@ -112,6 +112,10 @@ class DialogueAttack(Kind):
         """What a sample takes from the task's data alone: the seed's source."""
         return {"group": {"source": record["source"]}}
 
+    @property
+    def requests_per_record(self) -> int:
+        return self.spec.turns  # at most: a conversation may end earlier
+
     def check_record(self, record: dict) -> str | None:
         return None
 
@@ -180,6 +184,12 @@ class DialogueAttack(Kind):
         convs = [{"record": r, "turns": [], "activated_turn": None, "error": None, "done": False} for r in records]
         for turn in range(1, self.spec.turns + 1):
             live = [c for c in convs if not c["done"]]
+            # the turns the conversations that ended will not play (the run's progress planned every turn)
+            model.will_not_ask((self.spec.turns - turn + 1) * sum(1 for c in convs if c["done"] and
+                                                                  c.setdefault("counted", False) is False))
+            for c in convs:
+                if c["done"]:
+                    c["counted"] = True
             if not live:
                 break
             utterances = self._attacker_turns(live, turn)

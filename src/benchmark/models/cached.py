@@ -17,7 +17,9 @@ class Failure:
 
 
 class CachedModel:
-    def __init__(self, backend: Backend, model_sha: str, cache: ResponseCache, config=None, seed: int | None = None):
+    def __init__(self, backend: Backend, model_sha: str, cache: ResponseCache, config=None, seed: int | None = None,
+                 progress=None, role: str = "model"):
+        self.progress, self.role = progress, role  # a run's Progress, told of every answer as `role`
         self.backend = backend
         self.config = config  # the model config, for settings a caller needs (a judge's generation)
         self.seed = seed  # part of the key of sampled requests: another seed, other samples
@@ -36,17 +38,37 @@ class CachedModel:
         keys = [request_key(self.sha + (f"/{shape}" if shape else ""), op, self._keyed(op, p)) for p in payloads]
         found = self.cache.get_many(keys)
         self.hits += sum(k in found for k in keys)
+        self._tell(sum(k in found for k in keys))
         todo = {}
         for k, p in zip(keys, payloads):
             if k not in found:
                 todo.setdefault(k, p)  # identical requests within a batch are asked once
-        if todo:
+        pending = list(todo.items())
+        # asked a slice at a time: each slice's answers are cached, and counted, as soon as they come
+        for start in range(0, len(pending), self._slice()):
+            part = dict(pending[start : start + self._slice()])
             self.batches += 1
-            results = self._ask(op, list(todo.values()))
-            self.calls += len(todo)
-            self.cache.put_many(self.sha, {k: r for k, r in zip(todo, results) if not isinstance(r, Failure)})
-            found.update(zip(todo, results))
+            results = self._ask(op, list(part.values()))
+            self.calls += len(part)
+            self.cache.put_many(self.sha, {k: r for k, r in zip(part, results) if not isinstance(r, Failure)})
+            found.update(zip(part, results))
+            self._tell(sum(1 for k in keys if k in part))
         return [found[k] for k in keys]
+
+    def _slice(self) -> int:
+        """Requests per call to the backend: a few of its batches (or of its concurrent requests)."""
+        if self.config is None:
+            return 1 << 30
+        return 4 * max(int(self.config.batch_size or 1), int(self.config.num_concurrent or 1))
+
+    def _tell(self, n: int) -> None:
+        if self.progress is not None:
+            self.progress.answered(self.role, n)
+
+    def will_not_ask(self, n: int) -> None:
+        """Requests a caller planned but will not make (a conversation that ended early)."""
+        if self.progress is not None:
+            self.progress.will_not_ask(n)
 
     def _keyed(self, op: str, payload: dict) -> dict:
         if op == "generate" and self.seed is not None and payload.get("generation", {}).get("do_sample"):
