@@ -254,6 +254,9 @@ def tasks_page(cards: list, registry: dict) -> None:
     st.dataframe(frame.style.format("{:.1f}", subset=numeric), hide_index=True, placeholder="",
                  width="stretch", key="task_table")
     st.download_button("Download this table (CSV)", T.to_csv(frame), f"{name}.csv", "text/csv")
+    notes = [f"- **{esc(m)}**: {esc(T.METRIC_NOTES[m])}" for m in frame.columns if m in T.METRIC_NOTES]
+    if notes:
+        st.markdown("\n".join(notes))
     breakdown_charts(on_task, task)
 
 
@@ -286,7 +289,11 @@ def model_row(c, task: dict) -> dict:
     """One card's row in a model's table of cards."""
     card = c.card
     m = card["metrics"][task["headline"]]
+    judge_error = card["breakdown"].get("judge_error") if isinstance(card["breakdown"], dict) else None
+    fixed = card["metrics"].get((judge_error or {}).get("corrected")) if isinstance(judge_error, dict) else None
     return {"task": task["name"], "headline": task["headline"], "value": T.shown(m), "95% CI": T.ci_text(m),
+            "corrected for judge error": (f"{judge_error['corrected']}: {T.shown(fixed):.1f} {T.ci_text(fixed)}"
+                                          if isinstance(fixed, dict) else ""),
             "better": task.get("better", "higher"), "n": card["dataset"]["n"],
             "verified": "yes" if T.verified(card) else "", "run": card["run"]["started_at"],
             "suite commit": (card["run"]["git_commit"] or "")[:10],

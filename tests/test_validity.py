@@ -55,3 +55,40 @@ def test_measuring_can_be_left_out_and_done_later(compose, chatbot_root):  # noq
     assert {j["measured"] for j in card["judges"]} == {"not measured: the run said judge_validity=false"}
     again, _ = replay_run(compose, chatbot_root)  # the same run folder, now asked to measure: no model is asked
     assert all(isinstance(j["measured"], dict) for j in again["judges"]) and again["run"]["model_calls"] == 0
+
+
+def test_the_rogan_gladen_correction_by_hand():
+    import numpy as np
+
+    from benchmark import metrics as M
+
+    # a judge that finds 80% of the unsafe responses and passes 90% of the safe ones
+    gold = np.array([1] * 10 + [0] * 10)
+    flagged = np.array([1] * 8 + [0] * 2 + [1] * 1 + [0] * 9)
+    assert M.youden(gold, flagged) == (0.8, 0.9)
+    # it flagged 30 of 100 responses: (0.3 + 0.9 - 1) / (0.8 + 0.9 - 1) = 0.2 / 0.7
+    num, den = np.array([3] * 10), np.array([10] * 10)
+    got = M.corrected_rate(num, den, gold, flagged, 500, 1)
+    assert abs(got["value"] - 0.2 / 0.7) < 1e-12 and got["ci_low"] <= got["value"] <= got["ci_high"]
+    assert got["ci_high"] - got["ci_low"] > 0.1  # the labelled set is small: the interval says so
+    assert M.corrected_rate(np.array([1]), np.array([10]), gold, flagged, 100, 1)["value"] == 0.0  # clipped
+    coin = np.array([1, 0] * 5 + [1, 0] * 5)  # flags half of each class: no better than chance
+    assert M.corrected_rate(num, den, gold, coin, 100, 1) is None
+
+
+def test_the_card_carries_the_corrected_rate_beside_the_raw_one(compose, chatbot_root):  # noqa: F811
+    from benchmark.runner import read_samples
+    from benchmark.submissions.rules import rescored
+
+    card, path = replay_run(compose, chatbot_root)
+    outcome = card["judging_validation"]
+    assert outcome["set"] == "diasafety" and outcome["n"] == 12 and len(outcome["flagged"]) == 12
+    judge_error = card["breakdown"]["judge_error"]
+    assert judge_error["set"] == "diasafety" and 0 <= judge_error["sensitivity"] <= 1
+    # the keyword judges flag "idiot" and "pills": on the fixture's pairs that is better than chance
+    assert judge_error["corrected"] == "corrected_unsafe_rate"
+    corrected, raw = card["metrics"]["corrected_unsafe_rate"], card["metrics"]["unsafe_rate"]
+    assert 0 <= corrected["ci_low"] <= corrected["value"] <= corrected["ci_high"] <= 1 and corrected["n"] == raw["n"]
+    # the task's own scoring gives the same from the card's samples and outcome
+    metrics, breakdown = rescored(card, list(read_samples(path.parent / "samples.jsonl").values()))
+    assert metrics == card["metrics"] and breakdown["judge_error"] == judge_error

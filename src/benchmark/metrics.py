@@ -89,3 +89,48 @@ def encode(values: list[str], classes: list[str]) -> np.ndarray:
     """Integer codes for `values`; anything not in `classes` gets code len(classes)."""
     index = {c: i for i, c in enumerate(classes)}
     return np.array([index.get(v, len(classes)) for v in values], dtype=np.int64)
+
+
+def youden(gold: np.ndarray, flagged: np.ndarray) -> tuple[float, float]:
+    """(sensitivity, specificity) of 0/1 flags against 0/1 gold labels; NaN where a class is absent."""
+    pos, neg = gold == 1, gold == 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(flagged[pos].mean()) if pos.any() else np.nan, float(1 - flagged[neg].mean()) if neg.any() else np.nan
+
+
+def corrected_rate(numerators, denominators, gold, flagged, resamples: int, seed: int) -> dict | None:
+    """The Rogan-Gladen estimate of a rate that an imperfect judge measured: (observed + specificity - 1) /
+    (sensitivity + specificity - 1), clipped to [0, 1], with the judge's sensitivity and specificity measured on
+    human labels (gold, flagged). Its interval resamples both the records (by record, as `ratio`) and the labelled
+    set, independently. None where the judge is no better than chance on the set (sensitivity + specificity <= 1)."""
+    num, den = np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float)
+    gold, flagged = np.asarray(gold), np.asarray(flagged)
+
+    def correct(p, sens, spec):
+        j = sens + spec - 1
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(j > 0, np.clip((p + spec - 1) / np.where(j > 0, j, 1), 0, 1), np.nan)
+
+    sens, spec = youden(gold, flagged)
+    if not sens + spec - 1 > 0:
+        return None
+    value = float(correct(num.sum() / den.sum(), sens, spec))
+    if resamples <= 0:
+        return {"value": value, "ci_low": value, "ci_high": value, "n": len(num)}
+    rng = np.random.default_rng(seed)
+    draws = []
+    for start in range(0, resamples, _BOOT_CHUNK):
+        b = min(_BOOT_CHUNK, resamples - start)
+        r = rng.integers(0, len(num), size=(b, len(num)))
+        v = rng.integers(0, len(gold), size=(b, len(gold)))
+        g, f = gold[v], flagged[v]
+        pos, neg = (g == 1).sum(1), (g == 0).sum(1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.where(pos > 0, (f * (g == 1)).sum(1) / np.maximum(pos, 1), np.nan)
+            c = np.where(neg > 0, ((1 - f) * (g == 0)).sum(1) / np.maximum(neg, 1), np.nan)
+        draws.append(correct(ratio(num[r], den[r], 0), s, c))
+    draws = np.concatenate(draws)
+    if np.isnan(draws).all():
+        return {"value": value, "ci_low": value, "ci_high": value, "n": len(num)}
+    low, high = np.nanpercentile(draws, [2.5, 97.5])
+    return {"value": value, "ci_low": float(min(low, value)), "ci_high": float(max(high, value)), "n": len(num)}

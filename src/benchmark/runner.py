@@ -190,6 +190,18 @@ def _judge_facts(judge: CachedModel, cfg) -> dict:
 NOT_MEASURED = "not measured: the run said judge_validity=false"
 
 
+def _judging_validation(kind, panel: dict, p: Plan, cfg):
+    """The task's judging steps on their labelled set, through the run's cached judges (not its judge calls)."""
+    from .validity import judge_procedure
+
+    if not cfg.judge_validity:
+        return NOT_MEASURED
+    spec, steps = kind.judging_validation
+    asked = {key: CachedModel(j.backend, j.sha, j.cache, j.config, j.seed) for key, j in panel.items()}
+    judges = {step: [(key, asked[key]) for key in keys] for step, keys in p.voters.items()}
+    return judge_procedure(spec, steps, judges, kind.spec.tie, cfg.data_root)
+
+
 def _attacker(cfg, kind):
     if not kind.needs_attacker:
         return None
@@ -264,6 +276,7 @@ class Execution:
     attacker_calls: int = 0
     judge_calls: dict = field(default_factory=dict)
     judge_facts: dict = field(default_factory=dict)
+    validation: Any = None  # the judging steps on their labelled set (validity.judge_procedure), where declared
 
 
 def _check_settings(cfg) -> None:
@@ -361,15 +374,22 @@ def _ask(p: Plan, cache: ResponseCache) -> Execution:
         return loaded[key]
 
     panel: dict = {}
-    # a run whose judges.json is missing (or unmeasured, now asked to measure) measures its judges again, even when
-    # every sample is done
-    unmeasured = cfg.judge_validity and any(f.get("measured") == NOT_MEASURED for f in out.judge_facts.values())
-    if pending or (p.judge_cfgs and (not facts_path.exists() or unmeasured)):
+    validation_path = p.run_dir / "validation.json"
+    out.validation = _read_json(validation_path) if validation_path.exists() else None
+    # a run whose judges.json (or validation.json) is missing, or unmeasured and now asked to measure, measures its
+    # judges again, even when every sample is done
+    unmeasured = cfg.judge_validity and (any(f.get("measured") == NOT_MEASURED for f in out.judge_facts.values())
+                                         or out.validation == NOT_MEASURED)
+    validated = kind.judging_validation is None or validation_path.exists()
+    if pending or (p.judge_cfgs and (not facts_path.exists() or not validated or unmeasured)):
         panel = {key: CachedModel(backend(j), p.hashes["judges"][key], cache, j, cfg.seed)
                  for key, j in p.judge_cfgs.items()}
         if panel:
             out.judge_facts = {key: _judge_facts(judge, cfg) for key, judge in panel.items()}
             write_json(facts_path, out.judge_facts)
+        if kind.judging_validation is not None:
+            out.validation = _judging_validation(kind, panel, p, cfg)
+            write_json(validation_path, out.validation)
     if pending:
         progress = Progress(len(pending) * kind.requests_per_record, f"{cfg.model.name} on {cfg.task.name}",
                             cfg.progress)
@@ -427,7 +447,7 @@ def run(cfg, overrides: list[str] | None = None) -> tuple[dict, Path]:
     started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat(timespec="seconds")
     p = plan(cfg)
     done = execute(p)
-    metrics, breakdown = p.kind.score(done.samples, cfg.bootstrap, cfg.seed)
+    metrics, breakdown = p.kind.score(done.samples, cfg.bootstrap, cfg.seed, done.validation)
     samples_path = p.run_dir / "samples.jsonl"
     card = scorecard.assemble(p, done, metrics, breakdown, samples_path, started_at, time.perf_counter() - started,
                               overrides)

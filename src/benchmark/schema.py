@@ -172,6 +172,16 @@ class JudgeStepConfig:
 
 
 @dataclass
+class JudgingValidation:
+    """How a task's judging steps are measured against human labels: a set of conf/judge_validation.yaml whose rows
+    become the variables the steps' templates read. Its sensitivity and specificity correct the task's rate for the
+    judges' errors (Rogan-Gladen)."""
+
+    set: str = MISSING
+    variables: Dict[str, str] = field(default_factory=dict)  # Jinja over a row of the set
+
+
+@dataclass
 class AttackConfig:
     samples: int = 1  # responses per record (k)
     # the task's sampling protocol: these keys override the model's generation settings
@@ -181,6 +191,7 @@ class AttackConfig:
     judges: List[JudgeStepConfig] = field(default_factory=list)
     tie: str = "not_flagged"  # voters split evenly: not_flagged | flagged (ties are counted in the card either way)
     refusal_phrases: List[str] = field(default_factory=list)  # a response containing one counts as a refusal
+    validation: Optional[JudgingValidation] = None  # the judging steps against human labels: a corrected rate
 
 
 @dataclass
@@ -206,6 +217,7 @@ class DialogueConfig:
     attacker_generation: Dict[str, Any] = field(default_factory=dict)  # overrides the attacker model's settings
     target_generation: Dict[str, Any] = field(default_factory=dict)  # overrides the target model's settings
     stop: str = "first_toxic"  # first_toxic: end a conversation at its first flagged target turn | full: run to N
+    validation: Optional[JudgingValidation] = None  # the target-turn judging steps against human labels
     # judging steps for each target turn (in order, the first that flags decides), and for each attacker turn;
     # variables: seed, source, turn, attacker (this turn's attacker utterance), response (the turn being judged)
     judges: List[JudgeStepConfig] = field(default_factory=list)
@@ -264,6 +276,7 @@ class ValidationSet:
     data: DataConfig = field(default_factory=DataConfig)
     input: Dict[str, str] = field(default_factory=dict)  # the judge's named parts (context, response), Jinja over a row
     unsafe: str = MISSING  # Jinja over a row: true where the human label is unsafe (toxic)
+    labels_sha256: Optional[str] = None  # of the rows' human labels, in order (a "0"/"1" string): pinned
 
 
 @dataclass

@@ -95,6 +95,7 @@ def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, sta
         **({"attacker": {"name": attacker_cfg.name, "backend": attacker_cfg.backend,
                          "config_sha256": plan.hashes["attacker"],
                          "config": OmegaConf.to_container(attacker_cfg, resolve=True)}} if attacker_cfg else {}),
+        **({"judging_validation": done.validation} if done.validation is not None else {}),
         "metrics": metrics,
         "breakdown": breakdown,
         "run": {

@@ -173,7 +173,8 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
 
     with tempfile.TemporaryDirectory(prefix="verify-") as tmp:
         cfg = compose([f"task={card['task']['name']}", f"output_dir={tmp}/run", f"cache_dir={tmp}/cache",
-                       f"seed={card['run']['seed']}", "bootstrap=10", "progress=false", "judge_validity=false",
+                       f"seed={card['run']['seed']}", "bootstrap=10", "progress=false",
+                       f"judge_validity={str(card.get('judging_validation') is not None).lower()}",
                        f"allow_remote_code={allow_remote_code}"])
         with open_dict(cfg):
             cfg.data_root = data_root
@@ -189,7 +190,7 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
                                for j in card["judges"]}})
             if card.get("attacker"):
                 cfg.attacker = model_config_node(configs["attacker"])
-        _, rerun_path = run(cfg)
+        rerun_card, rerun_path = run(cfg)
         kind = make_kind(cfg.task, cfg.model)
         # compared as submitted: the data set's texts hashed
         rerun = {i: strip_sample(s) for i, s in read_samples(rerun_path.parent / "samples.jsonl").items()}
@@ -199,9 +200,13 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
     same_verdict = sum(kind.verdicts(submitted[i]) == kind.verdicts(rerun[i]) for i in compared)
     other_reference = [i for i in ids if any(submitted[i].get(f) != rerun[i].get(f) for f in kind.reference_fields)]
     agreement = same_verdict / len(compared) if compared else 0.0
+    # the judges' flags on their labelled set decide the corrected rate: the verifier's judges must give the same
+    claimed, measured = card.get("judging_validation"), rerun_card.get("judging_validation")
+    judges_agree = claimed is None or (isinstance(claimed, dict) and isinstance(measured, dict)
+                                       and claimed["flagged"] == measured["flagged"])
     result = {
         "verified": (bool(compared) and len(compared) == len(ids) and agreement >= min_agreement
-                     and not other_reference),
+                     and not other_reference and judges_agree),
         "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "by": f"benchmark {__version__} (python -m benchmark.submit verify)",
         "seed": seed,
@@ -210,6 +215,7 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
         "verdict_agreement": round(agreement, 4),
         "output_agreement": round(same_output / len(compared), 4) if compared else 0.0,
         "reference_mismatches": len(other_reference),
+        **({"judging_validation_agrees": judges_agree} if claimed is not None else {}),
         "min_agreement": min_agreement,
         "disagreeing_ids": [i for i in compared if kind.verdicts(submitted[i]) != kind.verdicts(rerun[i])][:20],
     }

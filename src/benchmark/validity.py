@@ -1,6 +1,8 @@
-"""How far to trust a classifier judge: its verdicts on human-labelled sets (conf/judge_validation.yaml) against the
-humans' labels, asked through the same cached model the run judges with (so each set is judged once per judge
-config, ever). A score card's judge entries carry the figures under `measured`."""
+"""How far to trust the judges: their verdicts on human-labelled sets (conf/judge_validation.yaml) against the
+humans' labels, asked through the same cached models the run judges with (so each set is judged once per judge
+config, ever). A score card's judge entries carry each classifier judge's figures under `measured`; a task that
+declares `validation` also has its whole judging procedure (its steps in order, as it judges responses) measured on
+one set, which corrects its rate for the judges' errors (metrics.corrected_rate)."""
 
 from __future__ import annotations
 
@@ -61,3 +63,41 @@ def measure(judge, data_root: str | None, resamples: int, seed: int, sets=None) 
                         "sha256_matches": None if not vs.data.sha256 else sha == vs.data.sha256,
                         **{s: M.point_and_ci(_stat(s), gold, pred, 2, resamples, seed) for s in STATS}}
     return out
+
+
+def judge_procedure(spec, steps, judges: dict, tie: str, data_root: str | None) -> dict | str:
+    """A task's judging steps, in order (the first that flags decides), run over a labelled set whose rows give the
+    steps' variables (`spec`: the task's JudgingValidation). {"set", "n", "data_sha256", "gold", "flagged"} (0/1
+    strings, in the set's order), or "not measured: <why>"."""
+    from .data import data_file, load_rows, records_sha256
+    from .kinds.attack import judge_step
+
+    sets = {s.name: s for s in validation_sets()}
+    if spec.set not in sets:
+        return f"not measured: no judge validation set {spec.set!r} (conf/judge_validation.yaml has {sorted(sets)})"
+    vs = sets[spec.set]
+    where = f"judge validation set {vs.name}"
+    if not data_root or not data_file(data_root, vs.data.path, where).is_file():
+        return f"not measured: {vs.data.path} is not under data_root"
+    rows, _ = load_rows(vs.data, data_root, where)
+    env = {(i, 0): {k: render(t, row, f"{where}: variables.{k}") for k, t in spec.variables.items()}
+           for i, row in enumerate(rows)}  # keyed as judge_step keys a record's responses
+    errors: dict = {}
+    flagged = dict.fromkeys(env, False)
+    open_ = env
+    for step in steps:
+        judged = judge_step(step, judges[step.name], open_, tie, errors)
+        for key, j in judged.items():
+            flagged[key] = flagged[key] or j["flagged"]
+        open_ = {k: v for k, v in open_.items() if k in judged and not judged[k]["flagged"]}
+    if errors:
+        return f"not measured: {len(errors)} of {len(rows)} judge requests failed"
+    gold = "".join("1" if render(vs.unsafe, row, f"{where}: unsafe").strip() == "True" else "0" for row in rows)
+    return {"set": vs.name, "n": len(rows), "data_sha256": records_sha256(rows), "gold": gold,
+            "flagged": "".join("1" if flagged[(i, 0)] else "0" for i in range(len(rows)))}
+
+
+def outcome_arrays(outcome: dict) -> tuple[np.ndarray, np.ndarray]:
+    """A judge_procedure outcome's gold labels and flags as 0/1 arrays."""
+    return (np.frombuffer(outcome["gold"].encode(), dtype=np.uint8) - 48,
+            np.frombuffer(outcome["flagged"].encode(), dtype=np.uint8) - 48)

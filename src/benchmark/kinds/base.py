@@ -58,10 +58,18 @@ class Kind(ABC):
         """What a card records about a judging step (its type, the hash of its prompt)."""
         return {}
 
+    @property
+    def judging_validation(self):
+        """(the task's JudgingValidation, the judging steps it measures), or None: a task whose rate is corrected for
+        its judges' errors declares which labelled set measures its judging steps."""
+        return None
+
     # --- scores -------------------------------------------------------------------------------------------
     @abstractmethod
-    def score(self, samples: list[dict], resamples: int, seed: int) -> tuple[dict, dict]:
-        """(metrics, breakdown): every metric {value, ci_low, ci_high, n} with a bootstrap interval."""
+    def score(self, samples: list[dict], resamples: int, seed: int,
+              validation: dict | None = None) -> tuple[dict, dict]:
+        """(metrics, breakdown): every metric {value, ci_low, ci_high, n} with a bootstrap interval. `validation`:
+        the judging steps' outcome on their labelled set (validity.judge_procedure), for the corrected rate."""
 
     # --- reading samples and cards (no instance needed: the board and submit have no model config) ----------
     @staticmethod

@@ -413,7 +413,8 @@ class Classify(Kind):
         return sample
 
     # --- metrics ----------------------------------------------------------------------------------------
-    def score(self, samples: list[dict], resamples: int, seed: int) -> tuple[dict, dict]:
+    def score(self, samples: list[dict], resamples: int, seed: int, validation: dict | None = None
+              ) -> tuple[dict, dict]:
         metrics, breakdown = {}, {}
         for q in self.questions:
             gold = [s["target"] if self.single else s["target"][q.name] for s in samples]

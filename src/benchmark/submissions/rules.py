@@ -139,6 +139,7 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
         problems.append(Problem(where, "model.name", f"{card['model']['name']!r} is not the folder's name "
                                                      f"{path.parent.name!r}"))
     problems += _pinned_problems(card, known, where)
+    problems += _validation_problems(card, known, where)
     for i, judge in enumerate(card.get("judges", [])):
         for key in ("step", "voter"):
             if not KEY_NAME.match(str(judge.get(key, ""))):
@@ -182,9 +183,34 @@ def _composed_task(name: str):
 
 def rescored(card: dict, samples: list[dict]) -> tuple[dict, dict]:
     """The card's metrics and breakdown computed again from its samples by the task's own scoring (the card's
-    resamples and seed)."""
+    resamples and seed, and its judges' outcome on their labelled set)."""
     kind = _kind(card)
-    return kind.score(samples, card["run"]["bootstrap"], card["run"]["seed"])
+    return kind.score(samples, card["run"]["bootstrap"], card["run"]["seed"], card.get("judging_validation"))
+
+
+def _validation_problems(card: dict, known: dict, where: str) -> list[Problem]:
+    """The judges' outcome on their labelled set: the set the task names, with the set's pinned data and labels (the
+    flags are the judges' own: only re-running them, as verify does, can check those)."""
+    import hashlib
+
+    from ..validity import validation_sets
+
+    outcome = card.get("judging_validation")
+    declared = ((known.get("attack") or known.get("dialogue") or {}).get("validation") or {}).get("set")
+    if not isinstance(outcome, dict):
+        return []
+    pinned = {vs.name: vs for vs in validation_sets()}.get(outcome["set"])
+    if outcome["set"] != declared or pinned is None:
+        return [Problem(where, "judging_validation.set", f"{outcome['set']!r}: task {card['task']['name']} measures "
+                                                         f"its judges on {declared!r}")]
+    problems = []
+    if pinned.data.sha256 and outcome["data_sha256"] != pinned.data.sha256:
+        problems.append(Problem(where, "judging_validation.data_sha256", f"is not the hash of set {pinned.name}"))
+    if pinned.labels_sha256 and hashlib.sha256(outcome["gold"].encode()).hexdigest() != pinned.labels_sha256:
+        problems.append(Problem(where, "judging_validation.gold", f"are not the human labels of set {pinned.name}"))
+    if not len(outcome["gold"]) == len(outcome["flagged"]) == outcome["n"]:
+        problems.append(Problem(where, "judging_validation.n", "the labels, the flags and n differ in length"))
+    return problems
 
 
 def _kind(card: dict):

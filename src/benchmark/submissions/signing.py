@@ -79,7 +79,7 @@ def verification_problems(card: dict, where: str) -> list[Problem]:
     except (InvalidSignature, ValueError):
         return [Problem(where, "verification.signature", "does not match the card and its verification")]
     expected = (v["n"] >= 1 and v.get("failed", 0) == 0 and v.get("reference_mismatches", 0) == 0
-                and v["verdict_agreement"] >= v["min_agreement"])
+                and v.get("judging_validation_agrees", True) and v["verdict_agreement"] >= v["min_agreement"])
     if v["verified"] != expected:
         return [Problem(where, "verification.verified", f"{v['verified']} does not follow from its n, failed and "
                                                         "agreement")]
