@@ -48,3 +48,10 @@ def test_vllm_server_config(compose):
     served = compose("model=vllm-server", "model.served_model=org/model-7b", "model.num_concurrent=16").model
     kwargs = _backend_kwargs(served)
     assert kwargs["model"] == "org/model-7b" and kwargs["num_concurrent"] == 16 and "header" not in kwargs
+
+
+def test_vllm_runs_in_bigger_chunks_than_the_cpu_backends(compose):
+    from benchmark.models.registry import chunk_size
+
+    assert compose("model=vllm").chunk_size is None  # the backend decides unless the command line does
+    assert chunk_size("vllm") == 1024 and chunk_size("hf") == chunk_size("local-chat-completions") == 64

@@ -28,6 +28,7 @@ from .hashing import sha256_json
 from .data import Records
 from .kinds import Kind, make_kind
 from .models import load_backend, model_sha256, pin_content
+from .models.registry import chunk_size
 from .models.cached import CachedModel
 from .progress import Progress
 
@@ -282,7 +283,7 @@ class Execution:
 def _check_settings(cfg) -> None:
     if cfg.limit is not None and cfg.limit < 0:
         raise BenchmarkError(f"limit={cfg.limit}: use a positive number of records, or null for all")
-    if cfg.chunk_size < 1:
+    if cfg.chunk_size is not None and cfg.chunk_size < 1:
         raise BenchmarkError(f"chunk_size={cfg.chunk_size}: use 1 or more requests per batch")
     if cfg.bootstrap < 0:
         raise BenchmarkError(f"bootstrap={cfg.bootstrap}: use 0 (no intervals) or more resamples")
@@ -402,8 +403,9 @@ def _ask(p: Plan, cache: ResponseCache) -> Execution:
                                         cfg.seed, progress, "attacker")
         try:
             with open(samples_path, "ab", buffering=0) as log:
-                for start in range(0, len(pending), cfg.chunk_size):
-                    chunk = pending[start : start + cfg.chunk_size]
+                size = cfg.chunk_size or chunk_size(cfg.model.backend)
+                for start in range(0, len(pending), size):
+                    chunk = pending[start : start + size]
                     lines = []
                     for sample in kind.evaluate(chunk, model, judges):
                         lines.append(json.dumps(sample, ensure_ascii=False) + "\n")

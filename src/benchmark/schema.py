@@ -299,7 +299,7 @@ class RunConfig:
     cache_dir: str = "results/.cache"
     allow_remote_code: bool = False
     bootstrap: int = 1000
-    chunk_size: int = 64  # requests per batch: answers are cached and samples written after each batch
+    chunk_size: Optional[int] = None  # records per batch, their samples written after each; null: the backend's
     progress: bool = True
     judge_validity: bool = True  # measure each classifier judge on the human-labelled sets (conf/judge_validation.yaml)
     preview: Optional[int] = None  # N: print what the first N records would ask, load no model, run nothing

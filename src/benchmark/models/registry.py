@@ -18,6 +18,10 @@ BUILTIN = {
     "replay": "benchmark.models.replay:Replay",
 }
 ENTRY_POINTS = "benchmark.backends"
+# records per chunk (a run's samples are on disk after each): an engine that batches many requests at once on a GPU
+# wants big chunks; 64 elsewhere
+CHUNK_SIZES = {"vllm": 1024}
+DEFAULT_CHUNK_SIZE = 64
 LMEVAL_PREFIX = "lm-eval:"  # lm-eval:NAME: the model lm-eval registered as NAME
 
 def plugins() -> dict[str, str]:
@@ -57,3 +61,7 @@ def backend_class(cfg) -> type[Backend]:
 def calls_over_http(config: dict) -> bool:
     """A model config whose requests go to an HTTP endpoint (its key, if any, goes with them)."""
     return bool(config.get("base_url")) or config.get("backend") == "local-chat-completions"
+
+
+def chunk_size(backend: str) -> int:
+    return CHUNK_SIZES.get(backend, DEFAULT_CHUNK_SIZE)
