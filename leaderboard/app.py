@@ -46,6 +46,11 @@ def submissions_root() -> Path:
     return Path(os.environ.get("BENCHMARK_SUBMISSIONS") or S.SUBMISSIONS_DIR)
 
 
+def runs_root() -> Path | None:
+    """Your own run folders (python -m benchmark view): shown instead of the published cards."""
+    return Path(os.environ["BENCHMARK_RUNS"]) if os.environ.get("BENCHMARK_RUNS") else None
+
+
 def _signature(root: Path) -> tuple:
     """Changes whenever a file under root does: the key that keeps the cached load fresh."""
     if not root.is_dir():
@@ -72,8 +77,10 @@ def load(root: str, signature: tuple) -> tuple[list, list[str], dict]:
     Every table builds a card's rows from that card alone, so when the tables build from all the cards at once no
     card fails on its own; only when they do not is each card tried on its own (a thousand cards at once take a
     small part of the time they take one by one)."""
-    loaded = S.load(Path(root), thorough=False)
-    registry = S.task_registry()
+    if runs_root() is not None:
+        loaded, registry = S.load_runs(Path(root))
+    else:
+        loaded, registry = S.load(Path(root), thorough=False), S.task_registry()
     cards, rejected = loaded.cards, [str(p) for p in loaded.rejected]
     try:
         showable(cards, registry)
@@ -180,7 +187,7 @@ def breakdown_charts(cards: list, task: dict) -> None:
 
 
 def overview_page(cards: list, registry: dict) -> None:
-    st.title("Safety leaderboard for conversational models")
+    st.title("Your runs" if runs_root() is not None else "Safety leaderboard for conversational models")
     st.caption("Every number is a score card produced by the suite: the value and its bootstrap 95% confidence "
                "interval. Blank: no card for that task.")
     tasks = sorted({c.card["task"]["name"] for c in cards})
@@ -333,7 +340,7 @@ def sample_browser(mine: list, registry: dict) -> None:
     frame = pd.DataFrame(rows[(page - 1) * PAGE_SIZE: page * PAGE_SIZE])
     data_root = os.environ.get("BENCHMARK_DATA_ROOT")
     task = registry[name]
-    if show and data_root and task.get("data"):
+    if show and data_root and task.get("data") and runs_root() is None:
         try:
             texts = inputs(task, data_root)
             frame.insert(1, "input", [json.dumps(texts.get(i, {}), ensure_ascii=False) for i in frame["id"]])
@@ -342,6 +349,9 @@ def sample_browser(mine: list, registry: dict) -> None:
     elif show:
         st.caption("The data set's own texts are not part of a submission (their licences differ); set "
                    "BENCHMARK_DATA_ROOT to a local copy of the data to see them beside the ids.")
+    if show and runs_root() is not None:  # your own runs keep the data's texts in their samples
+        shown = {_text_id(x.get("id")): x for x in samples(str(card.samples_path), _file_signature(card.samples_path))}
+        frame.insert(1, "input", [json.dumps(shown.get(i, {}).get("input"), ensure_ascii=False) for i in frame["id"]])
     if not show:
         frame = frame.drop(columns=["outputs"], errors="ignore")
     st.dataframe(frame, hide_index=True, width="stretch", key="samples_table")
@@ -400,8 +410,11 @@ def submit_page() -> None:
 
 def main() -> None:
     st.set_page_config(page_title="Safety leaderboard", layout="wide")
-    root = submissions_root()
+    root = runs_root() or submissions_root()
     cards, rejected, registry = load_or_report(root)
+    if runs_root() is not None:
+        st.sidebar.info(esc(f"Your runs in {root}: as they were written, not checked as submissions are. A limited "
+                            "run says so after its model's name."))
     wanted = st.query_params.get("page", PAGES[0])
     page = st.sidebar.radio("Page", PAGES, index=PAGES.index(wanted) if wanted in PAGES else 0, key="page")
     if page != wanted:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from conftest import run_cli
+from test_dialogue import scripted  # noqa: F401  (a fixture: scripted seeds, attacker and target)
 
 import benchmark
 
@@ -77,3 +78,82 @@ def test_progress_counts_requests_as_they_are_answered(compose, data_root, monke
     done = bars[-1]
     assert done.total == 6 and done.answered_by_model == 6  # a replay answers a record's 3 responses at once: 6 requests, not 18
     assert {who for who, _ in updates} == {"model", "judge utterance", "judge context"}
+
+
+def test_view_shows_your_own_runs_in_a_browser(compose, data_root, scripted, tmp_path):  # noqa: F811
+    """python -m benchmark view: the leaderboard's pages over local run folders, a limited run marked, a dialogue
+    turn by turn (your runs keep the seed sentence's text)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from test_dialogue import compose_scripted
+    from test_leaderboard import ARTIFACTS, _chromium, _free_port
+
+    from benchmark.runner import run
+
+    driver_path = _chromium()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    results = tmp_path / "results"
+    card, path = run(compose("limit=20"))  # results/profanity-check/diasafety/<run>
+    base, root, conf = scripted
+    dialogue, _ = run(compose_scripted(base, root, conf, f"results_dir={results}"))
+    port = _free_port()
+    log = open(tmp_path / "view.log", "w")
+    server = subprocess.Popen([sys.executable, "-m", "benchmark", "view", str(results), "--port", str(port),
+                               "--no-browser"], cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, env=os.environ)
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--window-size=1400,1000"):
+        options.add_argument(arg)
+    browser = None
+    try:
+        browser = webdriver.Chrome(service=Service(driver_path), options=options)
+        wait = WebDriverWait(browser, 90)
+        limited = f"profanity-check [{path.parent.name}, limit 20]"
+
+        def table_text(d):
+            cells = [c.get_attribute("textContent") for c in d.find_elements(
+                By.CSS_SELECTOR, '[data-testid="stDataFrame"] [role="gridcell"]')]
+            return cells if limited in cells else False
+
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                browser.get(f"http://127.0.0.1:{port}/")
+                texts = wait.until(table_text)
+                break
+            except Exception:  # the server is still starting, or its first page stayed blank
+                time.sleep(1)
+        else:
+            raise AssertionError((tmp_path / "view.log").read_text()[-2000:])
+        assert any(t.startswith("scripted-target [") for t in texts)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(ARTIFACTS / "view-overview.png"))
+        model = next(t for t in texts if t.startswith("scripted-target ["))
+        from urllib.parse import quote
+
+        browser.get(f"http://127.0.0.1:{port}/?page=Models&model={quote(model, safe='')}")
+        toggle = wait.until(EC.element_to_be_clickable((By.XPATH, "//label[contains(., 'Show texts')]")))
+        toggle.click()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, '[data-testid="stChatMessage"]')) >= 2)
+        first = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stChatMessage"]')[0].text
+        assert "attacker, turn 1" in first and "hello there" in first  # the seed itself, in your own run
+        browser.save_screenshot(str(ARTIFACTS / "view-conversation.png"))
+    finally:
+        if browser is not None:
+            browser.quit()
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def test_view_without_runs_says_so(tmp_path):
+    done = run_cli("view", str(tmp_path / "nothing"), cwd=tmp_path)
+    assert done.returncode == 2 and "no run folder (no scorecard.json) under it" in done.stderr

@@ -30,7 +30,7 @@ from .samples import read_samples
 
 # what the leaderboard and the submit command use
 __all__ = ["CARD_SUFFIX", "MODEL_FILE", "SAMPLES_SUFFIX", "SUBMISSIONS_DIR", "TASKS_DIR", "Card", "Loaded", "Problem",
-           "load", "load_folder", "load_model_folder", "read_card", "read_samples", "task_registry"]
+           "load", "load_folder", "load_model_folder", "load_runs", "read_card", "read_samples", "task_registry"]
 
 
 @dataclass
@@ -138,3 +138,22 @@ def load_folder(folder: Path, thorough: bool = False, allow_remote_code: bool = 
             out.cards.append(Card(path, card, config))
     out.rejected = capped(out.rejected + problems)
     return out
+
+
+def load_runs(root: Path) -> tuple[Loaded, dict]:
+    """Your own run folders under root (results/<model>/<task>/<run>/, or any folder holding scorecard.json), for
+    `python -m benchmark view`: cards as the runs wrote them, not checked as submissions are (they are yours), and
+    each labelled "<model> [<run>, limit N]" so that several runs of one model, limited ones too, stand apart. Also
+    the tasks the cards ran: the registry's, or the card's own copy of a task the registry does not know."""
+    out, registry = Loaded(), dict(task_registry())
+    for path in sorted(Path(root).rglob("scorecard.json")):
+        try:
+            card = read_card(path)
+            limit = card["run"].get("limit")
+            card["model"]["name"] = (f"{card['model']['name']} [{path.parent.name}"
+                                     + (f", limit {limit}" if limit is not None else "") + "]")
+            registry.setdefault(card["task"]["name"], card["task"].get("config") or {})
+            out.cards.append(Card(path, card, card["model"].get("config") or {}))
+        except (BenchmarkError, KeyError, TypeError) as e:
+            out.rejected.append(Problem(str(path), "", f"cannot be read as a run's score card: {e}"))
+    return out, registry

@@ -66,12 +66,13 @@ def write_samples(samples: list[dict], path: Path) -> str:
 
 
 def read_samples(path: Path) -> list[dict]:
-    """Every sample of a submitted samples file; BenchmarkError naming the file and line when one is not a sample,
-    or when the file is larger, decompressed, than any task's samples can be."""
+    """Every sample of a samples file (a submission's gzipped one, or a run's own samples.jsonl); BenchmarkError naming
+    the file and line when one is not a sample, or when the file is larger, decompressed, than any task's can be."""
     samples = []
     read = 0
+    opener = gzip.open if str(path).endswith(".gz") else open
     try:
-        with gzip.open(path, "rt", encoding="utf-8") as f:
+        with opener(path, "rt", encoding="utf-8") as f:
             while line := f.readline(MAX_SAMPLE_LINE):
                 read += len(line)
                 if not line.endswith("\n") and len(line) >= MAX_SAMPLE_LINE:
