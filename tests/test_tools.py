@@ -157,3 +157,116 @@ def test_view_shows_your_own_runs_in_a_browser(compose, data_root, scripted, tmp
 def test_view_without_runs_says_so(tmp_path):
     done = run_cli("view", str(tmp_path / "nothing"), cwd=tmp_path)
     assert done.returncode == 2 and "no run folder (no scorecard.json) under it" in done.stderr
+
+
+def test_export_to_inspect_and_lm_eval(compose, data_root, scripted, tmp_path):  # noqa: F811
+    from inspect_ai.log import read_eval_log
+    from lm_eval.utils import make_table
+    from test_dialogue import compose_scripted
+
+    from benchmark.export import to_inspect, to_lm_eval
+    from benchmark.runner import run
+
+    card, path = run(compose("limit=30"))
+    log = read_eval_log(str(to_inspect(path.parent, tmp_path / "run.eval")))
+    assert log.status == "success" and log.eval.task == "diasafety" and len(log.samples) == 30
+    assert log.results.scores[0].metrics["macro_f1"].value == card["metrics"]["macro_f1"]["value"]
+    first = json.loads(path.parent.joinpath("samples.jsonl").read_text().splitlines()[0])
+    assert log.samples[0].id == first["id"] and log.samples[0].target == json.dumps(first["target"])
+    assert json.loads(log.samples[0].scores["diasafety"].value) == first["prediction"]
+
+    base, root, conf = scripted
+    dialogue, dpath = run(compose_scripted(base, root, conf))
+    log = read_eval_log(str(to_inspect(dpath.parent, tmp_path / "dialogue.eval")))
+    talk = [(m.role, m.content) for m in log.samples[0].messages]
+    assert talk[:2] == [("user", "hello there"), ("assistant", "hi friend")]  # the conversation, turn by turn
+
+    results = json.loads(to_lm_eval(path.parent, tmp_path / "lm-eval").read_text())
+    row = results["results"]["diasafety"]
+    m = card["metrics"]["macro_f1"]
+    assert row["macro_f1,none"] == m["value"]
+    assert abs(row["macro_f1_stderr,none"] - (m["ci_high"] - m["ci_low"]) / 3.92) < 1e-12
+    assert "macro_f1" in make_table(results)  # lm-eval's own table reads it
+
+
+class FakeHub:
+    """The three Hub endpoints an upload of small files uses (create a repo, preupload, commit), on 127.0.0.1;
+    records what each commit carried."""
+
+    def __init__(self):
+        import base64
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        hub = self
+        self.files, self.requests = {}, []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                hub.requests.append((self.path, self.headers.get("Authorization")))
+                base = f"http://127.0.0.1:{self.server.server_address[1]}"
+                if self.path.endswith("/api/repos/create"):
+                    return self.send(200, {"url": f"{base}/datasets/o/r"})
+                if "/preupload/" in self.path:
+                    return self.send(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+                                                     for f in json.loads(body)["files"]]})
+                if "/commit/" in self.path:
+                    for line in body.decode().splitlines():
+                        entry = json.loads(line)
+                        if entry["key"] == "file":
+                            hub.files[entry["value"]["path"]] = base64.b64decode(entry["value"]["content"])
+                    return self.send(200, {"commitUrl": f"{base}/datasets/o/r/commit/{'a' * 40}",
+                                           "commitOid": "a" * 40})
+                self.send(404, {})
+
+            def do_GET(self):
+                self.send(404, {})
+
+            def send(self, code, obj):
+                data = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+
+
+def test_a_submission_is_pushed_to_a_dataset_repo(tmp_path, monkeypatch):
+    import shutil
+
+    import pytest
+
+    from benchmark import BenchmarkError
+    from benchmark import submissions as S
+    from benchmark.export import to_hub
+
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "is_offline_mode", lambda: False)  # the tests are offline; this Hub is local
+    folder = tmp_path / "profanity-check"
+    shutil.copytree(S.SUBMISSIONS_DIR / "profanity-check", folder)
+    hub = FakeHub()
+    try:
+        url = to_hub(folder, "o/r", token="hf_test_token", endpoint=hub.url)
+        assert url.endswith("/commit/" + "a" * 40)
+        assert {p: hub.files[p] for p in hub.files} == {f"profanity-check/{f.name}": f.read_bytes()
+                                                       for f in folder.iterdir()}
+        assert all(auth == "Bearer hf_test_token" for _, auth in hub.requests)
+        (folder / "diasafety.json").write_text("{}")  # what does not validate is not pushed
+        sent = len(hub.requests)
+        with pytest.raises(BenchmarkError, match="does not validate, so it is not pushed"):
+            to_hub(folder, "o/r", token="hf_test_token", endpoint=hub.url)
+        assert len(hub.requests) == sent
+    finally:
+        hub.close()

@@ -1,0 +1,170 @@
+"""A run in the formats other tools read, and a submission pushed to a dataset repository:
+
+    python -m benchmark export inspect RUN_FOLDER [--out FILE.eval]   an Inspect AI eval log (`inspect view` shows it)
+    python -m benchmark export lm-eval RUN_FOLDER [--out FOLDER]      lm-eval's results JSON (`results_<time>.json`)
+    python -m benchmark export hub SUBMISSION_FOLDER --repo ORG/NAME  a Hugging Face dataset repo (huggingface_hub)
+
+A run folder holds scorecard.json and samples.jsonl (results/<model>/<task>/<run>/). The Inspect log carries every
+sample: its input, the model's output (each response of an attack, the turns of a dialogue), the gold label and the
+verdict as a score; the lm-eval file carries the card's metrics, each interval as a standard error (its half-width
+over 1.96), and the configs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from . import BenchmarkError
+
+
+def _run(folder: Path) -> tuple[dict, list[dict]]:
+    from .runner import read_samples
+    from .submissions import read_card
+
+    card_path = folder / "scorecard.json"
+    if not card_path.is_file():
+        raise BenchmarkError(f"{folder}: no scorecard.json; export a finished run's folder")
+    card = read_card(card_path)
+    return card, list(read_samples(folder / card["samples"]["file"]).values())
+
+
+def _messages(sample: dict) -> list:
+    """The sample's conversation as Inspect chat messages: what the model was asked, and what it answered."""
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
+
+    kinds = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
+    out = [kinds.get(m.get("role"), ChatMessageUser)(content=str(m.get("content")))
+           for m in (sample.get("prompt") or []) if isinstance(m, dict)]
+    if "turns" in sample:  # a dialogue: the attacker is the user
+        for t in sample["turns"]:
+            out += [ChatMessageUser(content=str(t.get("attacker"))), ChatMessageAssistant(content=str(t.get("target")))]
+    elif "responses" in sample:
+        out += [ChatMessageAssistant(content=str(r.get("text"))) for r in sample["responses"]]
+    elif sample.get("output") is not None:
+        out.append(ChatMessageAssistant(content=sample["output"] if isinstance(sample["output"], str)
+                                        else json.dumps(sample["output"], ensure_ascii=False)))
+    return out
+
+
+def to_inspect(folder: Path, out: Path | None = None) -> Path:
+    """The run as an Inspect AI eval log, written with Inspect's own writer."""
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalMetric,
+        EvalResults,
+        EvalSample,
+        EvalScore,
+        EvalSpec,
+        write_eval_log,
+    )
+    from inspect_ai.scorer import Score
+
+    from .kinds import kind_class
+
+    card, samples = _run(folder)
+    kind = kind_class(card["task"]["kind"])
+    task, model = card["task"], card["model"]
+    eval_samples = []
+    for s in samples:
+        messages = _messages(s)
+        prompt = [m for m in messages if m.role != "assistant"][:2] or str(s.get("input"))
+        answer = kind.outputs(s)
+        eval_samples.append(EvalSample(
+            id=s["id"], epoch=1, input=prompt, target=json.dumps(s.get("target"), ensure_ascii=False)
+            if s.get("target") is not None else "", messages=messages,
+            scores={task["name"]: Score(value=json.dumps(kind.verdicts(s), ensure_ascii=False),
+                                        answer=json.dumps(answer, ensure_ascii=False)[:2000],
+                                        explanation=s.get("error") or None)},
+            metadata={k: s[k] for k in ("group", "input") if k in s}, error=None))
+    metrics = {name: EvalMetric(name=name, value=m["value"], metadata={"ci_low": m["ci_low"], "ci_high": m["ci_high"],
+                                                                       "n": m["n"]})
+               for name, m in card["metrics"].items()}
+    log = EvalLog(
+        status="success",
+        eval=EvalSpec(created=card["run"]["started_at"], task=task["name"], task_version=task["version"],
+                      dataset=EvalDataset(name=task["name"], location=card["dataset"]["source"],
+                                          samples=card["dataset"]["n"]),
+                      model=f"{model['backend']}/{model['name']}", config=EvalConfig(limit=card["run"]["limit"]),
+                      model_args={"config": model["config"]}, metadata={"benchmark_card": {
+                          k: card[k] for k in ("task", "dataset") if k in card}}),
+        results=EvalResults(total_samples=len(samples), completed_samples=len(samples),
+                            scores=[EvalScore(name=task["name"], scorer=f"benchmark:{task['kind']}",
+                                              metrics=metrics)]),
+        samples=eval_samples,
+    )
+    out = Path(out or folder / f"{task['name']}.eval")
+    write_eval_log(log, str(out))
+    return out
+
+
+def to_lm_eval(folder: Path, out: Path | None = None) -> Path:
+    """The run's metrics in lm-eval's results layout, written by lm-eval's own EvaluationTracker."""
+    from lm_eval.loggers import EvaluationTracker
+
+    card, _ = _run(folder)
+    task, model = card["task"], card["model"]
+    results = {task["name"]: {"alias": task["name"]}}
+    for name, m in card["metrics"].items():
+        results[task["name"]][f"{name},none"] = m["value"]
+        results[task["name"]][f"{name}_stderr,none"] = (m["ci_high"] - m["ci_low"]) / (2 * 1.96)
+    better = task["config"].get("better", "higher") if isinstance(task.get("config"), dict) else "higher"
+    document = {
+        "results": results,
+        "group_subtasks": {task["name"]: []},
+        "configs": {task["name"]: task.get("config") or {"task": task["name"]}},
+        "versions": {task["name"]: task["version"]},
+        "n-shot": {task["name"]: 0},
+        "higher_is_better": {task["name"]: {task["headline"]: better == "higher"}},
+        "n-samples": {task["name"]: {"original": card["dataset"]["n_total"], "effective": card["dataset"]["n"]}},
+        "config": {"model": model["backend"], "model_args": model["config"], "limit": card["run"]["limit"],
+                   "bootstrap_iters": card["run"]["bootstrap"], "random_seed": card["run"]["seed"]},
+        "git_hash": card["run"]["git_commit"],
+        "date": card["run"]["started_at"],
+    }
+    out = Path(out or folder / "lm-eval")
+    tracker = EvaluationTracker(output_path=str(out))
+    tracker.general_config_tracker.model_name_sanitized = model["name"]
+    tracker.save_results_aggregated(results=document, samples=None)
+    return max((out / model["name"]).glob("results_*.json"))
+
+
+def to_hub(folder: Path, repo: str, token: str | None = None, endpoint: str | None = None) -> str:
+    """A submission folder (model.yaml, cards, samples) uploaded to a Hugging Face dataset repository with
+    huggingface_hub; the folder is validated first, so nothing that would not be published is pushed."""
+    from huggingface_hub import HfApi
+
+    from .submit import validate
+
+    valid, problems = validate([folder])
+    if problems or not valid:
+        raise BenchmarkError(f"{folder} does not validate, so it is not pushed:\n  " + "\n  ".join(map(str, problems)))
+    api = HfApi(endpoint=endpoint, token=token)
+    api.create_repo(repo, repo_type="dataset", exist_ok=True)
+    commit = api.upload_folder(folder_path=str(folder), repo_id=repo, repo_type="dataset",
+                               path_in_repo=folder.name, commit_message=f"benchmark submission {folder.name}")
+    return commit.commit_url
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmark export")
+    sub = p.add_subparsers(dest="format", required=True)
+    for name in ("inspect", "lm-eval"):
+        one = sub.add_parser(name)
+        one.add_argument("run_folder", type=Path)
+        one.add_argument("--out", type=Path, default=None)
+    hub = sub.add_parser("hub")
+    hub.add_argument("submission_folder", type=Path)
+    hub.add_argument("--repo", required=True, help="ORG/NAME of a dataset repository")
+    hub.add_argument("--endpoint", default=None, help="another Hub than huggingface.co (default: $HF_ENDPOINT)")
+    args = p.parse_args(argv)
+    if args.format == "inspect":
+        print(f"wrote {to_inspect(args.run_folder, args.out)} (open it with `inspect view`)")
+    elif args.format == "lm-eval":
+        print(f"wrote {to_lm_eval(args.run_folder, args.out)}")
+    else:
+        print(f"pushed {args.submission_folder} to {to_hub(args.submission_folder, args.repo, None, args.endpoint)}")
+    return 0
