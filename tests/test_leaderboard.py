@@ -591,6 +591,19 @@ def _chromium():
     pytest.skip("chromium-driver is not installed (apt-get install -y chromium chromium-driver)")
 
 
+def headless_chromium(driver_path: str):
+    """Chromium as the tests drive it: headless, no sandbox (root), no background connections (no network)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--window-size=1400,1000"):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(driver_path), options=options)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -599,8 +612,6 @@ def _free_port() -> int:
 
 def test_in_a_browser(fixture_root, tmp_path):
     driver_path = _chromium()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
@@ -611,10 +622,6 @@ def test_in_a_browser(fixture_root, tmp_path):
         [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port), "--server.address",
          "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
         env={**os.environ, "BENCHMARK_SUBMISSIONS": str(fixture_root)}, stdout=log, stderr=subprocess.STDOUT)
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--window-size=1400,1000"):
-        options.add_argument(arg)
     browser = None
     try:
         deadline = time.time() + 60
@@ -623,7 +630,7 @@ def test_in_a_browser(fixture_root, tmp_path):
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.2)
-        browser = webdriver.Chrome(service=Service(driver_path), options=options)
+        browser = headless_chromium(driver_path)
         wait = WebDriverWait(browser, 90)
         cells = '[data-testid="stDataFrame"] [role="gridcell"]'
 

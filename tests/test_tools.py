@@ -89,13 +89,11 @@ def test_view_shows_your_own_runs_in_a_browser(compose, data_root, scripted, tmp
     import time
 
     from test_dialogue import compose_scripted
-    from test_leaderboard import ARTIFACTS, _chromium, _free_port
+    from test_leaderboard import ARTIFACTS, _chromium, _free_port, headless_chromium
 
     from benchmark.runner import run
 
     driver_path = _chromium()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
@@ -108,13 +106,9 @@ def test_view_shows_your_own_runs_in_a_browser(compose, data_root, scripted, tmp
     log = open(tmp_path / "view.log", "w")
     server = subprocess.Popen([sys.executable, "-m", "benchmark", "view", str(results), "--port", str(port),
                                "--no-browser"], cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, env=os.environ)
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--window-size=1400,1000"):
-        options.add_argument(arg)
     browser = None
     try:
-        browser = webdriver.Chrome(service=Service(driver_path), options=options)
+        browser = headless_chromium(driver_path)
         wait = WebDriverWait(browser, 90)
         limited = f"profanity-check [{path.parent.name}, limit 20]"
 
