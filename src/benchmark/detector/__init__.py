@@ -15,6 +15,7 @@ FINE_LABELS = [SAFE, *CATEGORIES]
 # the 3-way label set of a per-category classifier (one-vs-all member or head)
 MEMBER_LABELS = ["safe", "unsafe", "N/A"]
 DESIGNS = ("one_vs_all", "multiclass", "multihead")
-MANIFEST = "detector.json"  # written beside the weights: design, members, context use, measured scores
+MANIFEST = "detector.json"  # written beside the weights by training: design, members, context use, fit
+EVALUATION = "evaluation.json"  # written beside them by `python -m benchmark.detector evaluate`: val and test scores
 DEFAULT_DIR = "checkpoints/diasafety-detector"  # what `python -m benchmark.detector train` makes, and the config loads
 TRAIN_MINUTES = 16  # the default training on 2 CPU cores, as measured (training_log.jsonl's epoch_seconds)

@@ -99,17 +99,17 @@ def seconds_per_epoch(manifest: dict) -> float:
 
 
 def record_evaluation(folder: Path, entry: dict) -> None:
-    """Keep the measured scores in the detector's manifest: a score card that uses it as a judge cites them."""
-    manifest_path = folder / "detector.json"
-    manifest = json.loads(manifest_path.read_text())
-    manifest["evaluation"] = {
+    """Keep the measured scores beside the detector (evaluation.json; its manifest, whose weights a config's hash
+    names, is never rewritten): a score card that uses it as a judge cites them."""
+    from ..files import write_json
+    from . import EVALUATION
+
+    write_json(folder / EVALUATION, {
         split: {"n": sum(c["support"] for c in entry[split]["fine"]["per_class"].values()),
                 "fine_macro_f1": round(entry[split]["fine"]["macro_f1"]["value"], 4),
                 "coarse_macro_f1": round(entry[split]["coarse"]["macro_f1"]["value"], 4),
                 "unsafe_f1": round(entry[split]["coarse"]["unsafe_f1"]["value"], 4)}
-        for split in ("val", "test")
-    }
-    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+        for split in ("val", "test")})
 
 
 def _hardware(threads: int) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 from .. import BenchmarkError
-from ..detector import ABBREVIATIONS, CATEGORIES
+from ..detector import ABBREVIATIONS, CATEGORIES, EVALUATION
 from ..detector.model import Detector
 from .base import Backend
 
@@ -56,6 +58,7 @@ class DiaSafetyDetector(Backend):
         manifest = self.detector.manifest
         facts = {"design": manifest["design"], "with_context": manifest["with_context"], "encoder": manifest["encoder"],
                  "weights_sha256": manifest["weights_sha256"]}
-        if "evaluation" in manifest:  # the detector report's figures (fine-grained too)
-            facts["evaluation"] = {"task": "diasafety", "split": "test", **manifest["evaluation"]["test"]}
+        evaluation = self.detector.path / EVALUATION
+        if evaluation.is_file():  # the detector report's figures (fine-grained too)
+            facts["evaluation"] = {"task": "diasafety", "split": "test", **json.loads(evaluation.read_text())["test"]}
         return facts
