@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import run_cli
+
+from benchmark.submissions import rules
 
 # (prompt, judge_question, judge_target, attack, type, category, domain, recorded target response,
 #  the three judges' answers)
@@ -96,6 +99,12 @@ def test_asr_by_hand_with_three_voting_judges(cpad):
     assert m["asr"]["value"] == pytest.approx(SUCCESSES / SCORED)
     assert m["judge_invalid_rate"]["value"] == pytest.approx(1 / 21)
     assert m["refusal_rate"]["value"] == pytest.approx(2 / 7)  # 抱歉…, 作为一个AI…
+    # the rate follows from the texts: refusal flags rewritten in the samples change nothing
+    samples = [json.loads(line) for line in open(Path(card_path).with_name("samples.jsonl"), encoding="utf-8")]
+    for s in samples:
+        for r in s["responses"]:
+            r["refusal"] = False
+    assert rules.rescored(card, samples)[0]["refusal_rate"]["value"] == pytest.approx(2 / 7)
     assert b["ties"] == {"goal": 1}
     # per group, with Chinese names intact: 角色扮演 = records 0 (success) and 4 (success); 文本补全 = 1, 5 (fails)
     assert m["asr.attack.角色扮演"]["value"] == pytest.approx(1.0)

@@ -223,6 +223,7 @@ class DialogueConfig:
     judges: List[JudgeStepConfig] = field(default_factory=list)
     attacker_judges: List[JudgeStepConfig] = field(default_factory=list)
     tie: str = "not_flagged"
+    refusal_phrases: List[str] = field(default_factory=list)  # a target turn containing one counts as a refusal
 
 
 @dataclass

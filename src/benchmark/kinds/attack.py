@@ -22,7 +22,7 @@ from ..models.cached import Failure
 from ..templates import render
 from .classify import INVALID, LabelParser
 from .base import Kind
-from .common import plain, render_messages, variables
+from .common import RefusalPhrases, plain, render_messages, variables
 
 NONE = "none"  # the verdict of a response that no step flagged
 PLACEHOLDER = "<the model's response>"  # where a preview shows a judge the response
@@ -138,7 +138,7 @@ class Attack(Kind):
         self.metric = spec.metric
         generation = OmegaConf.to_container(model_cfg.generation, resolve=True)
         self.generation = {**generation, **plain(spec.generation)}
-        self.refusals = [p.lower() for p in spec.refusal_phrases]
+        self.refusal = RefusalPhrases(spec.refusal_phrases)
 
     def describe_step(self, name: str) -> dict:
         return describe_step(next(s for s in self.steps if s.name == name))
@@ -268,17 +268,11 @@ class Attack(Kind):
             elif rs is not None:
                 sample["error"] = errors.get(i)
                 sample["responses"] = [
-                    {"text": text, "verdict": verdicts.get((i, j), NONE), "refusal": self._refusal(text),
+                    {"text": text, "verdict": verdicts.get((i, j), NONE), "refusal": self.refusal(text),
                      "judgements": judgements.get((i, j), {})}
                     for j, text in enumerate(rs)]
             samples.append(sample)
         return samples
-
-    def _refusal(self, text) -> bool | None:
-        if not self.refusals:
-            return None
-        low = str(text).lower()
-        return any(p in low for p in self.refusals)
 
     # --- metrics ----------------------------------------------------------------------------------------
     def _rates(self, samples: list[dict], resamples: int, seed: int, suffix: str = "") -> dict:
@@ -313,8 +307,8 @@ class Attack(Kind):
             asked = np.array([sum(len(j["votes"]) for r in s["responses"] for j in r["judgements"].values())
                               for s in scored])
             metrics["judge_invalid_rate"] = M.point_and_ci(M.ratio, per_record, asked, 0, resamples, seed)
-        if self.refusals:
-            refused = np.array([sum(bool(r["refusal"]) for r in s["responses"]) for s in scored])
+        if self.refusal:
+            refused = np.array([sum(self.refusal(r["text"]) for r in s["responses"]) for s in scored])
             metrics["refusal_rate"] = M.point_and_ci(M.ratio, refused, n, 0, resamples, seed)
         breakdown = {
             **({"judge_error": judge_error} if judge_error else {}),

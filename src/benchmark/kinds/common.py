@@ -1,4 +1,4 @@
-"""What every kind does the same way: the variables a template sees and the chat messages of a record."""
+"""What every kind does the same way: the variables a template sees, the chat messages of a record, refusals."""
 
 from __future__ import annotations
 
@@ -29,3 +29,20 @@ def render_messages(task, record: dict) -> list[dict]:
         {"role": m.role, "content": render(m.content, v, f"task {task.name}: messages[{i}]")}
         for i, m in enumerate(task.messages)
     ]
+
+
+class RefusalPhrases:
+    """A transparent refusal detector: a text containing one of the task's phrases (case-insensitive) is a refusal.
+    Scores count refusals from the texts themselves, so a card's refusal rate follows from its samples."""
+
+    def __init__(self, phrases: list[str]):
+        self.phrases = [p.lower() for p in phrases]
+
+    def __bool__(self) -> bool:
+        return bool(self.phrases)
+
+    def __call__(self, text) -> bool | None:
+        if not self.phrases:
+            return None
+        low = str(text).lower()
+        return any(p in low for p in self.phrases)

@@ -22,7 +22,7 @@ from ..models.cached import Failure
 from ..templates import render
 from .attack import NONE, PLACEHOLDER, Step, check_tie, corrected, describe_step, judge_step, slug
 from .base import Kind
-from .common import plain
+from .common import RefusalPhrases, plain
 
 SIDES = ("attacker", "target")
 
@@ -59,6 +59,7 @@ class DialogueAttack(Kind):
                                   **plain(spec.target_generation)}
         self.attacker = None  # the cached attacker model, set by the runner
         self.attacker_generation = plain(spec.attacker_generation)
+        self.refusal = RefusalPhrases(spec.refusal_phrases)
 
     # --- seeds ------------------------------------------------------------------------------------------
     def load_records(self, data_root: str | None) -> Records:
@@ -284,6 +285,9 @@ class DialogueAttack(Kind):
         if judged.sum():
             metrics["turn_unsafe_rate"] = M.point_and_ci(M.ratio, flagged, judged, 0, resamples, seed)
         judge_error = corrected(metrics, "corrected_turn_unsafe_rate", flagged, judged, validation, resamples, seed)
+        if self.refusal and judged.sum():
+            refused = np.array([sum(self.refusal(t["target"]) for t in s["turns"]) for s in scored], dtype=np.int64)
+            metrics["refusal_rate"] = M.point_and_ci(M.ratio, refused, judged, 0, resamples, seed)
         ones = np.ones(len(scored), dtype=np.int64)
         turn_of = np.array([s["activated_turn"] or 0 for s in scored], dtype=np.int64)
         activated = (turn_of > 0).astype(np.int64)
