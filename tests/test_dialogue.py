@@ -71,6 +71,9 @@ def test_every_metric_by_hand(scripted):
     assert b["turns"] == {"budget": 3, "played": 2 + 3 + 2 + 3, "stop": "first_toxic"}
     assert m["refusal_rate"]["value"] == pytest.approx(1 / 10)  # of the target turns: toxicchat's phrases
     assert card["attacker"]["name"] == "scripted-attacker"
+    spent = card["run"]["seconds"]  # where the wall time went, by role
+    assert {"loading", "model", "attacker", "judge utterance", "judge context"} <= set(spent), spent
+    assert sum(spent.values()) <= card["run"]["wall_s"]
 
     samples = {s["input"]["seed"]: s for s in map(json.loads, path.with_name("samples.jsonl").read_text().splitlines())}
     first = samples["hello there"]

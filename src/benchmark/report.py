@@ -73,6 +73,7 @@ def table(card: dict, card_path) -> str:
         note += f", {run['failed']} failed"
     if card["dataset"]["malformed"]:
         note += f", {len(card['dataset']['malformed'])} malformed records skipped"
-    lines.append(f"{note}; {run['wall_s']:.1f} s")
+    spent = ", ".join(f"{k} {v:.1f} s" for k, v in (run.get("seconds") or {}).items() if v >= 0.05)
+    lines.append(f"{note}; {run['wall_s']:.1f} s" + (f" ({spent})" if spent else ""))
     lines.append(f"score card: {card_path}")
     return "\n".join(lines)

@@ -276,6 +276,8 @@ class Execution:
     cache_hits: int = 0
     attacker_calls: int = 0
     judge_calls: dict = field(default_factory=dict)
+    # where the time went: loading backends, then each role's wait for its answers (a judge's includes measuring it)
+    seconds: dict = field(default_factory=dict)
     judge_facts: dict = field(default_factory=dict)
     validation: Any = None  # the judging steps on their labelled set (validity.judge_procedure), where declared
 
@@ -371,7 +373,9 @@ def _ask(p: Plan, cache: ResponseCache) -> Execution:
         key = sha256_json([{k: v for k, v in OmegaConf.to_container(config, resolve=True).items()
                             if k not in ("name", "metadata", "generation")}, cfg.allow_remote_code, cfg.data_root])
         if key not in loaded:
+            started = time.perf_counter()
             loaded[key] = _KEPT.get(key) or load_backend(config, cfg.allow_remote_code, cfg.data_root)
+            out.seconds["loading"] = out.seconds.get("loading", 0.0) + time.perf_counter() - started
         return loaded[key]
 
     panel: dict = {}
@@ -414,12 +418,16 @@ def _ask(p: Plan, cache: ResponseCache) -> Execution:
         finally:
             progress.close()
         out.model_calls, out.cache_hits = model.calls, model.hits
+        out.seconds["model"] = model.seconds
         if p.attacker_cfg is not None:
             out.attacker_calls = kind.attacker.calls
+            out.seconds["attacker"] = kind.attacker.seconds
     if loaded:
         _KEPT.clear()
         _KEPT.update({k: b for k, b in loaded.items() if not b.supports("replay")})  # replays reread their file
     out.judge_calls = {key: panel[key].calls if key in panel else 0 for key in p.judge_cfgs}
+    out.seconds.update({f"judge {key}": judge.seconds for key, judge in panel.items()})
+    out.seconds = {k: round(v, 3) for k, v in out.seconds.items()}
     out.samples = [done[r["id"]] for r in p.items]
     _write_in_order(samples_path, out.samples)
     return out

@@ -102,7 +102,7 @@ def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, sta
             "started_at": started_at, "wall_s": round(wall, 3),
             "samples_per_s": round(done.asked / wall, 3) if done.asked else 0.0,
             "model_calls": done.model_calls, "judge_calls": done.judge_calls,
-            "attacker_calls": done.attacker_calls, "cache_hits": done.cache_hits,
+            "attacker_calls": done.attacker_calls, "cache_hits": done.cache_hits, "seconds": done.seconds,
             "resumed": len(plan.items) - done.asked, "failed": sum(1 for s in done.samples if s.get("error")),
             "seed": cfg.seed, "limit": cfg.limit, "bootstrap": cfg.bootstrap, "overrides": list(overrides or []),
             "versions": versions(),

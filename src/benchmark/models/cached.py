@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from dataclasses import dataclass
 
 from .. import BenchmarkError
@@ -28,6 +30,7 @@ class CachedModel:
         self.calls = 0  # requests sent to the backend
         self.hits = 0  # requests answered from the cache
         self.batches = 0  # calls to the backend (each a batch of requests)
+        self.seconds = 0.0  # spent waiting for the backend's answers
 
     def __call__(self, op: str, payloads: list[dict]) -> list:
         if not self.backend.supports(op):
@@ -48,7 +51,9 @@ class CachedModel:
         for start in range(0, len(pending), self._slice()):
             part = dict(pending[start : start + self._slice()])
             self.batches += 1
+            started = time.perf_counter()
             results = self._ask(op, list(part.values()))
+            self.seconds += time.perf_counter() - started
             self.calls += len(part)
             self.cache.put_many(self.sha, {k: r for k, r in zip(part, results) if not isinstance(r, Failure)})
             found.update(zip(part, results))
