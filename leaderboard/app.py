@@ -158,6 +158,20 @@ def curve(frame: pd.DataFrame, title: str) -> alt.Chart:
         y=alt.Y("value:Q", title="activated by this turn (%)"), tooltip=["model", "turn", "value"])
 
 
+def headline_chart(points: pd.DataFrame) -> alt.Chart:
+    """One panel per task: each model's headline with its 95% CI, the best at the top."""
+    panels = []
+    for (task, column), part in points.groupby(["task", "column"], sort=True):
+        order = part.sort_values("value", ascending=part["better"].iloc[0] == "lower")["model"].tolist()
+        base = alt.Chart(part, title=column).encode(
+            y=alt.Y("model:N", sort=order, title=None),
+            tooltip=["model", alt.Tooltip("value:Q", format=".1f"), alt.Tooltip("ci_low:Q", format=".1f"),
+                     alt.Tooltip("ci_high:Q", format=".1f")])
+        panels.append(base.mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", title=None), x2="ci_high:Q")
+                      + base.mark_point(filled=True, size=60).encode(x="value:Q"))
+    return alt.vconcat(*panels, title="Each model's headline with its 95% CI, by task")
+
+
 def family_title(by: str, task: dict) -> str:
     """What one breakdown family shows (`by` is a submitted metric's field or a question's name)."""
     if by == "by_turn":
@@ -213,10 +227,15 @@ def overview_page(cards: list, registry: dict) -> None:
         st.info("No score card matches these filters.")
         return
     heads = [c for c in frame.columns if c.endswith(("↑", "↓"))]
-    frame = frame.sort_values(heads[0], ascending=heads[0].endswith("↓"), na_position="last") if heads else frame
+    if heads:
+        rank_by = st.selectbox("Rank by", heads, key="f_rank")
+        frame = frame.sort_values(rank_by, ascending=rank_by.endswith("↓"), na_position="last")
     st.dataframe(frame.style.format("{:.1f}", subset=heads), hide_index=True, width="stretch", placeholder="",
-                 key="overview_table")
+                 height=T.table_height(len(frame)), key="overview_table")
     st.download_button("Download this table (CSV)", T.to_csv(frame), "leaderboard.csv", "text/csv")
+    points = T.headlines([c for c in chosen if c.card["model"]["name"] in set(frame["model"])], registry)
+    if not points.empty:
+        st.altair_chart(headline_chart(points), width="stretch")
     st.markdown("**What the columns mean** (↑ higher is better, ↓ lower is better)")
     for t in shown_tasks:
         task = registry[t]

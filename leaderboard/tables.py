@@ -110,6 +110,28 @@ def overview(cards: list, registry: dict) -> pd.DataFrame:
     return frame[["model", *scores, *[c for c in frame.columns if c != "model" and c not in scores]]]
 
 
+def headlines(cards: list, registry: dict) -> pd.DataFrame:
+    """Long form: each card's headline (value, %) with its CI, the task's better direction and column name."""
+    rows = []
+    for c in cards:
+        card = c.card
+        task = registry[card["task"]["name"]]
+        m = card["metrics"][task["headline"]]
+        k = 100 if is_share(m) else 1
+        rows.append({"task": task["name"], "column": headline_column(task), "model": card["model"]["name"],
+                     "value": shown(m), "ci_low": k * m["ci_low"], "ci_high": k * m["ci_high"],
+                     "better": task.get("better", "higher")})
+    return pd.DataFrame(rows, columns=["task", "column", "model", "value", "ci_low", "ci_high", "better"])
+
+
+ROW_PX, HEADER_PX = 35, 38  # st.dataframe's row and header heights
+
+
+def table_height(rows: int) -> int:
+    """Pixels that show every row of a table without an inner scroll bar."""
+    return HEADER_PX + ROW_PX * max(rows, 1) + 3
+
+
 def task_frame(cards: list, task: str) -> pd.DataFrame:
     """Every model on one task: each metric (value, %) with its CI."""
     rows = []

@@ -239,6 +239,37 @@ def test_overview_shows_each_models_headlines_and_blank_missing_cells(app, fixtu
     # sorted by the first task's headline, best first (macro F1: higher is better)
     ranked = frame[col].dropna().tolist()
     assert ranked == sorted(ranked, reverse=True)
+    # every row shows: the table is as tall as its rows, no inner scroll
+    assert table.height >= 35 * (len(frame) + 1)
+
+
+def test_overview_ranks_by_the_chosen_task_in_its_better_direction(app):
+    at = app.run()
+    lower = "diasafety_chatbot · unsafe_rate ↓"
+    at.selectbox(key="f_rank").set_value(lower).run()
+    frame = at.dataframe[0].value
+    ranked = frame[lower].tolist()
+    known = [v for v in ranked if not pd.isna(v)]
+    assert len(known) >= 2 and known == sorted(known)  # lower is better: the lowest first
+    assert all(pd.isna(v) for v in ranked[len(known):])  # models without that card last
+
+
+def test_overview_chart_shows_each_headline_with_its_ci(app, fixture_root):
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    at = app.run()
+    element = next(e for e in at.main if e.type in ("vega_lite_chart", "arrow_vega_lite_chart")
+                   and "vconcat" in json.loads(e.proto.spec))
+    chart = json.loads(element.proto.spec)
+    rows = [r for d in element.proto.datasets for r in convert_arrow_bytes_to_pandas_df(d.data.data).to_dict("records")]
+    card = json.loads((fixture_root / "blenderbot-small" / "diasafety_chatbot.json").read_text())["metrics"]
+    point = next(r for r in rows if r["model"] == "blenderbot-small" and r["task"] == "diasafety_chatbot")
+    m = card["unsafe_rate"]
+    assert (point["value"], point["ci_low"], point["ci_high"]) == pytest.approx(
+        (100 * m["value"], 100 * m["ci_low"], 100 * m["ci_high"]))
+    tasks = {r["task"] for r in rows}
+    assert len(chart["vconcat"]) == len(tasks) >= 3  # one panel per task
+    assert {"rule", "point"} <= _marks(chart)
 
 
 def test_filters_change_the_rows(app):
