@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -641,18 +642,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_in_a_browser(fixture_root, tmp_path):
+@contextlib.contextmanager
+def served(argv_for_port, log_path: Path, **popen):
+    """A Streamlit server started by argv_for_port(port), and headless Chromium to drive it: (browser, port).
+    Both are stopped on the way out; the server's output is in log_path."""
     driver_path = _chromium()
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
-
     port = _free_port()
-    log = open(tmp_path / "streamlit.log", "w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port), "--server.address",
-         "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        env={**os.environ, "BENCHMARK_SUBMISSIONS": str(fixture_root)}, stdout=log, stderr=subprocess.STDOUT)
+    log = open(log_path, "w")
+    server = subprocess.Popen(argv_for_port(port), stdout=log, stderr=subprocess.STDOUT, **popen)
     browser = None
     try:
         deadline = time.time() + 60
@@ -662,6 +659,26 @@ def test_in_a_browser(fixture_root, tmp_path):
                     break
             time.sleep(0.2)
         browser = headless_chromium(driver_path)
+        yield browser, port
+    finally:
+        if browser is not None:
+            browser.quit()
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def test_in_a_browser(fixture_root, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def streamlit(port):
+        return [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port), "--server.address",
+                "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+
+    with served(streamlit, tmp_path / "streamlit.log",
+                env={**os.environ, "BENCHMARK_SUBMISSIONS": str(fixture_root)}) as (browser, port):
         wait = WebDriverWait(browser, 90)
         cells = '[data-testid="stDataFrame"] [role="gridcell"]'
 
@@ -681,6 +698,7 @@ def test_in_a_browser(fixture_root, tmp_path):
         row = texts.index("diasafety-detector")
         assert any(abs(float(t) - value) < 1e-6 for t in texts[row:row + 4] if t.replace(".", "").isdigit())
         assert HOSTILE in texts  # as text in a cell
+        assert {*PUBLISHED, HOSTILE, "dialogue-fixture"} <= set(texts)  # every row drawn: no inner scroll
 
         link = wait.until(EC.element_to_be_clickable((By.LINK_TEXT, "Task page and definition")))
         link.click()
@@ -714,9 +732,3 @@ def test_in_a_browser(fixture_root, tmp_path):
         assert "attacker, turn 1" in turns[0] and "target, turn 1" in turns[1]
         assert "target reply 2 **not bold**" in turns[3]
         browser.save_screenshot(str(ARTIFACTS / "leaderboard-conversation.png"))
-    finally:
-        if browser is not None:
-            browser.quit()
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()

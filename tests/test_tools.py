@@ -84,16 +84,15 @@ def test_view_shows_your_own_runs_in_a_browser(compose, data_root, scripted, tmp
     """python -m benchmark view: the leaderboard's pages over local run folders, a limited run marked, a dialogue
     turn by turn (your runs keep the seed sentence's text)."""
     import os
-    import subprocess
     import sys
     import time
 
     from test_dialogue import compose_scripted
-    from test_leaderboard import ARTIFACTS, _chromium, _free_port, headless_chromium
+    from test_leaderboard import ARTIFACTS, _chromium, served
 
     from benchmark.runner import run
 
-    driver_path = _chromium()
+    _chromium()  # skips at once where there is no browser
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
@@ -102,13 +101,11 @@ def test_view_shows_your_own_runs_in_a_browser(compose, data_root, scripted, tmp
     card, path = run(compose("limit=20"))  # results/profanity-check/diasafety/<run>
     base, root, conf = scripted
     dialogue, _ = run(compose_scripted(base, root, conf, f"results_dir={results}"))
-    port = _free_port()
-    log = open(tmp_path / "view.log", "w")
-    server = subprocess.Popen([sys.executable, "-m", "benchmark", "view", str(results), "--port", str(port),
-                               "--no-browser"], cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, env=os.environ)
-    browser = None
-    try:
-        browser = headless_chromium(driver_path)
+
+    def view(port):
+        return [sys.executable, "-m", "benchmark", "view", str(results), "--port", str(port), "--no-browser"]
+
+    with served(view, tmp_path / "view.log", cwd=tmp_path, env=os.environ) as (browser, port):
         wait = WebDriverWait(browser, 90)
         limited = f"profanity-check [{path.parent.name}, limit 20]"
 
@@ -140,12 +137,6 @@ def test_view_shows_your_own_runs_in_a_browser(compose, data_root, scripted, tmp
         first = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stChatMessage"]')[0].text
         assert "attacker, turn 1" in first and "hello there" in first  # the seed itself, in your own run
         browser.save_screenshot(str(ARTIFACTS / "view-conversation.png"))
-    finally:
-        if browser is not None:
-            browser.quit()
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
 
 
 def test_view_without_runs_says_so(tmp_path):
