@@ -58,7 +58,7 @@ def test_a_bug_in_a_backend_stops_the_run(compose, data_root, monkeypatch, tmp_p
     def buggy(self, inputs):
         calls.append(len(inputs))
         if len(calls) == 2:
-            return real(self, inputs)[0]["label"] + 1  # a TypeError inside the backend
+            return real(self, inputs)[0] + 1  # a TypeError inside the backend (a dict plus an int)
         return real(self, inputs)
 
     monkeypatch.setattr(ProfanityCheck, "classify", buggy)

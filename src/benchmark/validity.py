@@ -96,8 +96,3 @@ def judge_procedure(spec, steps, judges: dict, tie: str, data_root: str | None) 
     return {"set": vs.name, "n": len(rows), "data_sha256": records_sha256(rows), "gold": gold,
             "flagged": "".join("1" if flagged[(i, 0)] else "0" for i in range(len(rows)))}
 
-
-def outcome_arrays(outcome: dict) -> tuple[np.ndarray, np.ndarray]:
-    """A judge_procedure outcome's gold labels and flags as 0/1 arrays."""
-    return (np.frombuffer(outcome["gold"].encode(), dtype=np.uint8) - 48,
-            np.frombuffer(outcome["flagged"].encode(), dtype=np.uint8) - 48)
