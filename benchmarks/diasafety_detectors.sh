@@ -4,11 +4,15 @@
 # 1.5 hours. Extra arguments go to every training command, e.g. `encoder=roberta-base`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m benchmark.detector train design=multihead with_context=true epochs=3 "$@"
-python -m benchmark.detector train design=one_vs_all with_context=true epochs=2 "$@"
-python -m benchmark.detector train design=one_vs_all with_context=false epochs=2 "$@"
-python -m benchmark.detector train design=multiclass with_context=true epochs=2 "$@"
-# longer training at a higher learning rate: how much of the gap to the paper it closes
-python -m benchmark.detector train design=multihead with_context=true epochs=5 lr=1e-4 \
-  output_dir=checkpoints/diasafety-multihead-ctx-5ep "$@"
-python -m benchmark.detector evaluate   # the five folders above (conf/detector_evaluate.yaml)
+# each into the folder conf/detector_evaluate.yaml lists
+python -m benchmark.detector train design=multihead with_context=true epochs=3 lr=5e-5 \
+  output_dir=checkpoints/diasafety-multihead-ctx "$@"
+python -m benchmark.detector train design=one_vs_all with_context=true epochs=2 lr=5e-5 \
+  output_dir=checkpoints/diasafety-one_vs_all-ctx "$@"
+python -m benchmark.detector train design=one_vs_all with_context=false epochs=2 lr=5e-5 \
+  output_dir=checkpoints/diasafety-one_vs_all-noctx "$@"
+python -m benchmark.detector train design=multiclass with_context=true epochs=2 lr=5e-5 \
+  output_dir=checkpoints/diasafety-multiclass-ctx "$@"
+# the default (multihead, 5 epochs at lr 1e-4): longer training at a higher learning rate
+python -m benchmark.detector train "$@"
+python -m benchmark.detector evaluate   # the five folders above

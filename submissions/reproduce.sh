@@ -9,6 +9,8 @@
 # by the current code; the models' answers come from the response cache (results/.cache), so a rebuild asks a model
 # only what it was never asked. A first build from an empty cache takes about three hours on 2 CPU cores, most of it
 # SmolLM2 answering diasafety_chatbot's 10,460 sampled responses.
+#
+# Usage: submissions/reproduce.sh [MODEL/TASK ...]   (no argument: every card; otherwise only the cards named)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export BENCHMARK_DATA_ROOT="${BENCHMARK_DATA_ROOT:-../shared/data}"
@@ -25,7 +27,15 @@ CARDS=(
   "smollm2-135m-instruct diasafety" "smollm2-135m-instruct ricota" "smollm2-135m-instruct toxicchat"
   "smollm2-135m-instruct diasafety_chatbot"
 )
-for entry in "${CARDS[@]}"; do rm -rf "submissions/${entry%% *}"; done
+if [ $# -gt 0 ]; then
+  for card in "$@"; do
+    printf '%s\n' "${CARDS[@]}" | grep -qx "${card/\// }" || { echo "reproduce.sh: no card $card" >&2; exit 2; }
+  done
+  CARDS=("${@/\// }")
+  for entry in "${CARDS[@]}"; do read -r model task <<<"$entry"; rm -f "submissions/$model/$task".*; done
+else
+  for entry in "${CARDS[@]}"; do rm -rf "submissions/${entry%% *}"; done
+fi
 for entry in "${CARDS[@]}"; do
   read -r model task <<<"$entry"
   rm -rf "results/$model/$task"
