@@ -21,6 +21,7 @@ from benchmark import submissions as S
 from benchmark.hashing import sha256_json
 from benchmark.submissions import configs
 from benchmark.submissions import samples as SF
+from benchmark.submissions.rules import rescored
 
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "leaderboard" / "app.py"
@@ -53,11 +54,14 @@ def _copy_as(src: Path, dst: Path, name: str, organisation: str | None = None) -
 N_SEEDS = 50  # toxicchat's pinned number of seed conversations
 
 
-def _dialogue_card(src: Path, dst: Path) -> None:
-    """A toxicchat card made by hand for the activation-by-turn chart (the suite has no published one yet)."""
-    _copy_as(src, dst, dst.name)
-    (dst / "diasafety.json").rename(dst / "toxicchat.json")
-    (dst / "diasafety.samples.jsonl.gz").unlink()
+def _dialogue_card(dst: Path) -> None:
+    """SmolLM2's published toxicchat card under another name, its conversations rewritten for the tests (texts that
+    look like HTML and Markdown; activation at turns 1 and 3), its metrics derived from them as validation does."""
+    _copy_as(S.SUBMISSIONS_DIR / "smollm2-135m-instruct", dst, dst.name)
+    for f in dst.iterdir():
+        if f.name != S.MODEL_FILE and not f.name.startswith("toxicchat."):
+            f.unlink()
+
     def turn(k, flagged):
         judged = {"utterance": {"flagged": False, "tie": False, "votes": {"utterance": {"flagged": False,
                                                                                         "score": 0.03}}}}
@@ -67,23 +71,15 @@ def _dialogue_card(src: Path, dst: Path) -> None:
                 "target": f"target reply {k} **not bold**", "verdict": "context" if flagged else "none",
                 "judgements": judged, "attacker_judgements": {"utterance": judged["utterance"]}}
 
-    samples = [{"id": f"seed:{i}", "turns": [turn(k, k == [0, 1, 3][i % 3]) for k in range(1, 1 + ([2, 1, 3][i % 3]))],
-                "activated_turn": [None, 1, 3][i % 3], "error": None} for i in range(N_SEEDS)]
+    published = SF.read_samples(dst / "toxicchat.samples.jsonl.gz")
+    assert len(published) == N_SEEDS
+    samples = [{**p, "turns": [turn(k, k == [0, 1, 3][i % 3]) for k in range(1, 1 + ([2, 1, 3][i % 3]))],
+                "activated_turn": [None, 1, 3][i % 3], "trigger_flagged": None if i % 3 == 0 else False, "error": None}
+               for i, p in enumerate(published)]
     sha = SF.write_samples(samples, dst / "toxicchat.samples.jsonl.gz")
     card = json.loads((dst / "toxicchat.json").read_text())
-    task = S.task_registry()["toxicchat"]
-    card["task"].update(name="toxicchat", kind="dialogue_attack", headline="activation_rate",
-                        config_sha256=sha256_json(task))
-    card["dataset"].update(sha256=task["pinned"]["sha256"], n=N_SEEDS, n_total=N_SEEDS, malformed=[])
     card["samples"] = {"file": "toxicchat.samples.jsonl.gz", "sha256": sha, "n": N_SEEDS}
-    card["breakdown"] = {}
-    third = (N_SEEDS + 1) // 3
-    curve = {1: third / N_SEEDS, 2: third / N_SEEDS, 3: 2 * third / N_SEEDS, 4: 2 * third / N_SEEDS,
-             5: 2 * third / N_SEEDS}
-    card["metrics"] = {"activation_rate": {"value": curve[5], "ci_low": 0.5, "ci_high": 0.8, "n": N_SEEDS}}
-    for turn, v in curve.items():
-        card["metrics"][f"activation_rate.by_turn.{turn}"] = {"value": v, "ci_low": v - 0.1, "ci_high": v + 0.1,
-                                                              "n": N_SEEDS}
+    card["metrics"], card["breakdown"] = rescored(card, samples)  # what validation derives from the samples
     (dst / "toxicchat.json").write_text(json.dumps(card))
 
 
@@ -93,7 +89,7 @@ def fixture_root(tmp_path_factory) -> Path:
     for name in PUBLISHED:
         shutil.copytree(S.SUBMISSIONS_DIR / name, root / name)
     _copy_as(root / "profanity-check", root / HOSTILE, HOSTILE, organisation="**bold** <script>alert(2)</script>")
-    _dialogue_card(root / "profanity-check", root / "dialogue-fixture")
+    _dialogue_card(root / "dialogue-fixture")
     _copy_as(root / "profanity-check", root / "broken-card", "broken-card")
     (root / "broken-card" / "diasafety.json").write_text("{ this is not json")
     _copy_as(root / "profanity-check", root / "code-config", "code-config")
@@ -162,7 +158,7 @@ def odd_root(tmp_path_factory) -> Path:
                                            for _ in range(3)])
     _odd(root, "odd-samples-bytes", samples=b"\x00 not gzip \xff")
     _odd(root, "odd-markdown", edit=_markdown_metric)
-    _dialogue_card(S.SUBMISSIONS_DIR / "profanity-check", root / "odd-turns")
+    _dialogue_card(root / "odd-turns")
     card = json.loads((root / "odd-turns" / "toxicchat.json").read_text())
     card["metrics"]["activation_rate.by_turn.x"] = {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 30}
     (root / "odd-turns" / "toxicchat.json").write_text(json.dumps(card))
@@ -221,7 +217,16 @@ def headline(root: Path, model: str, task: str) -> float:
     return 100 * card["metrics"][head]["value"]
 
 
-def test_overview_shows_each_models_headlines_and_blank_missing_cells(app, fixture_root):
+def test_overview_shows_each_models_headlines_and_blank_missing_cells(app, fixture_root, monkeypatch):
+    import streamlit as st
+
+    heights, dataframe = {}, st.dataframe  # the height asked for (the test tree does not keep it)
+
+    def spy(*args, **kwargs):
+        heights[kwargs.get("key")] = kwargs.get("height")
+        return dataframe(*args, **kwargs)
+
+    monkeypatch.setattr(st, "dataframe", spy)
     at = app.run()
     assert not at.exception
     frame = at.dataframe[0].value
@@ -241,7 +246,7 @@ def test_overview_shows_each_models_headlines_and_blank_missing_cells(app, fixtu
     ranked = frame[col].dropna().tolist()
     assert ranked == sorted(ranked, reverse=True)
     # every row shows: the table is as tall as its rows, no inner scroll
-    assert table.height >= 35 * (len(frame) + 1)
+    assert heights["overview_table"] >= 35 * (len(frame) + 1)
 
 
 def test_overview_ranks_by_the_chosen_task_in_its_better_direction(app):
@@ -341,13 +346,14 @@ def test_dialogue_task_page_draws_activation_by_turn(app):
     at.sidebar.radio(key="page").set_value("Tasks").run()
     at.selectbox(key="task_pick").set_value("toxicchat").run()
     assert not at.exception
-    third = (N_SEEDS + 1) // 3
+    at_1, at_3 = len(range(1, N_SEEDS, 3)), len(range(2, N_SEEDS, 3))  # conversations activated at turns 1 and 3
     assert at.dataframe[0].value.set_index("model").loc["dialogue-fixture", "activation_rate"] == pytest.approx(
-        100 * 2 * third / N_SEEDS)
+        100 * (at_1 + at_3) / N_SEEDS)
     assert any(e.type in ("vega_lite_chart", "arrow_vega_lite_chart") for e in at.main)
     by_turn = at.dataframe[1].value
     assert by_turn["group"].tolist() == ["1", "2", "3", "4", "5"]
-    assert by_turn["value"].tolist() == pytest.approx([100 * k * third / N_SEEDS for k in (1, 1, 2, 2, 2)])
+    assert by_turn["value"].tolist() == pytest.approx([100 * k / N_SEEDS for k in
+                                                       (at_1, at_1, at_1 + at_3, at_1 + at_3, at_1 + at_3)])
 
 
 def test_model_page_draws_activation_by_turn_as_a_curve(app):
@@ -479,14 +485,15 @@ def test_sample_browser_joins_the_texts_from_a_local_data_copy(app, data_root, m
     assert samples["id"].iloc[0] == "0" and first["context"] == records[0]["context"]
 
 
-def test_model_page_shows_a_conversation_turn_by_turn(app):
+def test_model_page_shows_a_conversation_turn_by_turn(app, fixture_root):
+    third = SF.read_samples(fixture_root / "dialogue-fixture" / "toxicchat.samples.jsonl.gz")[2]["id"]  # 3 turns
     at = app
     at.query_params["page"] = "Models"
     at.query_params["model"] = "dialogue-fixture"
     at.run()
     assert not at.chat_message  # texts hidden until asked
     at.toggle(key="show_texts").set_value(True).run()
-    at.selectbox(key="conversation").set_value("seed:2").run()
+    at.selectbox(key="conversation").set_value(third).run()
     assert not at.exception
     messages = at.chat_message
     assert [m.name for m in messages] == ["user", "assistant"] * 3  # attacker, target, turn by turn
