@@ -164,11 +164,12 @@ def headline_chart(points: pd.DataFrame) -> alt.Chart:
     for (task, column), part in points.groupby(["task", "column"], sort=True):
         order = part.sort_values("value", ascending=part["better"].iloc[0] == "lower")["model"].tolist()
         base = alt.Chart(part, title=column).encode(
-            y=alt.Y("model:N", sort=order, title=None),
+            y=alt.Y("model:N", sort=order, title=None, axis=alt.Axis(labelLimit=240)),
             tooltip=["model", alt.Tooltip("value:Q", format=".1f"), alt.Tooltip("ci_low:Q", format=".1f"),
                      alt.Tooltip("ci_high:Q", format=".1f")])
-        panels.append(base.mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", title=None), x2="ci_high:Q")
-                      + base.mark_point(filled=True, size=60).encode(x="value:Q"))
+        # a fixed width: a concatenation cannot take the page's width, and "container" would overflow it by the labels
+        panels.append((base.mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", title=None), x2="ci_high:Q")
+                       + base.mark_point(filled=True, size=60).encode(x="value:Q")).properties(width=560))
     return alt.vconcat(*panels, title="Each model's headline with its 95% CI, by task")
 
 
@@ -235,7 +236,7 @@ def overview_page(cards: list, registry: dict) -> None:
     st.download_button("Download this table (CSV)", T.to_csv(frame), "leaderboard.csv", "text/csv")
     points = T.headlines([c for c in chosen if c.card["model"]["name"] in set(frame["model"])], registry)
     if not points.empty:
-        st.altair_chart(headline_chart(points), width="stretch")
+        st.altair_chart(headline_chart(points), width="content")
     st.markdown("**What the columns mean** (↑ higher is better, ↓ lower is better)")
     for t in shown_tasks:
         task = registry[t]
