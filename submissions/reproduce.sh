@@ -39,9 +39,7 @@ fi
 for entry in "${CARDS[@]}"; do
   read -r model task <<<"$entry"
   rm -rf "results/$model/$task"
-  extra=()
-  [ "$model/$task" = smollm2-135m-instruct/diasafety_chatbot ] && extra=(model.batch_size=64)  # not in its hash
-  out=$(python -m benchmark model="$model" task="$task" progress=false "${extra[@]}" | tail -1)
+  out=$(python -m benchmark model="$model" task="$task" progress=false | tail -1)
   python -m benchmark.submit "$(dirname "${out#score card: }")" --to submissions
   python -m benchmark.submit verify "submissions/$model/$task.json" --n 50 ${BENCHMARK_VERIFIER_KEY:+--key "$BENCHMARK_VERIFIER_KEY"}
 done
