@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -656,7 +657,9 @@ def served(argv_for_port, log_path: Path, **popen):
     driver_path = _chromium()
     port = _free_port()
     log = open(log_path, "w")
-    server = subprocess.Popen(argv_for_port(port), stdout=log, stderr=subprocess.STDOUT, **popen)
+    # its own process group: a command that starts Streamlit as a child (python -m benchmark view) is stopped whole
+    server = subprocess.Popen(argv_for_port(port), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                              **popen)
     browser = None
     try:
         deadline = time.time() + 60
@@ -670,7 +673,8 @@ def served(argv_for_port, log_path: Path, **popen):
     finally:
         if browser is not None:
             browser.quit()
-        server.terminate()
+        with contextlib.suppress(ProcessLookupError):  # the group may have ended already
+            os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
         log.close()
 
