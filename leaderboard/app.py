@@ -234,7 +234,8 @@ def overview_page(cards: list, registry: dict) -> None:
     st.dataframe(frame.style.format("{:.1f}", subset=heads), hide_index=True, width="stretch", placeholder="",
                  height=T.table_height(len(frame)), key="overview_table")
     st.download_button("Download this table (CSV)", T.to_csv(frame), "leaderboard.csv", "text/csv")
-    points = T.headlines([c for c in chosen if c.card["model"]["name"] in set(frame["model"])], registry)
+    shown = set(frame["model"])
+    points = T.headlines([c for c in chosen if c.card["model"]["name"] in shown], registry)
     if not points.empty:
         st.altair_chart(headline_chart(points), width="content")
     st.markdown("**What the columns mean** (↑ higher is better, ↓ lower is better)")

@@ -19,7 +19,6 @@ import pandas as pd
 import pytest
 
 from benchmark import submissions as S
-from benchmark.hashing import sha256_json
 from benchmark.submissions import configs
 from benchmark.submissions import samples as SF
 from benchmark.submissions.rules import rescored

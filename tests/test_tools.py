@@ -245,7 +245,7 @@ def test_a_submission_is_pushed_to_a_dataset_repo(tmp_path, monkeypatch):
     try:
         url = to_hub(folder, "o/r", token="hf_test_token", endpoint=hub.url)
         assert url.endswith("/commit/" + "a" * 40)
-        assert {p: hub.files[p] for p in hub.files} == {f"profanity-check/{f.name}": f.read_bytes()
+        assert dict(hub.files) == {f"profanity-check/{f.name}": f.read_bytes()
                                                        for f in folder.iterdir()}
         assert all(auth == "Bearer hf_test_token" for _, auth in hub.requests)
         (folder / "diasafety.json").write_text("{}")  # what does not validate is not pushed

@@ -64,7 +64,6 @@ def test_wrong_records_dropped_as_malformed_are_rejected(folder):
         wrong = [s for s in samples if s["prediction"] != s["target"]][:300]
         card["dataset"]["malformed"] = [{"id": s["id"], "error": "malformed"} for s in wrong]
         card["dataset"]["n"] = len(samples) - len(wrong)
-        (folder / "diasafety.json").write_text(json.dumps(card))
         return [s for s in samples if s not in wrong]
 
     _forge(folder, drop)
@@ -105,7 +104,6 @@ def test_forged_config_hashes_are_rejected(folder, path, message):
 def test_a_card_with_failed_requests_is_not_publishable(folder):
     def fail_one(samples, card):
         card["run"]["failed"] = 1
-        (folder / "diasafety.json").write_text(json.dumps(card))
         return [{**s, "error": "TimeoutError: the server did not answer", "prediction": "invalid"} if i == 0 else s
                 for i, s in enumerate(samples)]
 

@@ -215,12 +215,6 @@ def _attacker(cfg, kind):
 # the same model again (on another task, with other settings) does not load it again
 _KEPT: dict = {}
 
-def task_sha256(task: dict) -> str:
-    """What decides a task's results: its config's values that are not the schema's defaults."""
-    from .schema import TaskConfig, essential
-
-    return sha256_json(essential(task, TaskConfig))
-
 
 def usable_records(kind, data_root: str | None):
     """The task's records as loaded, those it can score, and {"id", "error"} for each of the others."""
@@ -307,6 +301,8 @@ def plan(cfg, pin: bool = True) -> Plan:
     for config in (model_cfg, *judge_cfgs.values(), *([attacker_cfg] if attacker_cfg is not None else [])):
         if pin:
             pin_content(config, cfg.data_root)
+    from .schema import task_sha256
+
     hashes = {"model": model_sha256(model_cfg), "task": task_sha256(OmegaConf.to_container(task, resolve=True)),
               "judges": {key: model_sha256(j) for key, j in judge_cfgs.items()},
               "attacker": model_sha256(attacker_cfg) if attacker_cfg is not None else None}

@@ -359,6 +359,13 @@ class DetectorEvalConfig:
     seed: int = 1234
 
 
+def task_sha256(task: dict) -> str:
+    """What decides a task's results: its config's values that are not the schema's defaults."""
+    from .hashing import sha256_json
+
+    return sha256_json(essential(task, TaskConfig))
+
+
 def essential(data, cls):
     """A config (plain data) without the values its schema class would give by default, in nested configs and in
     lists and maps of them too: what a config's hash is taken of, so a field added to the schema later (with a

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import secrets
@@ -32,7 +31,7 @@ from .submissions.configs import model_config_node, read_yaml
 from .submissions.privacy import scrub
 from .submissions.rules import check_card
 from .submissions.samples import strip_sample, write_samples
-from .submissions.signing import card_sha256, keygen, sign
+from .submissions.signing import card_sha256, keygen, sign, verified_from
 
 
 def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None = None,
@@ -45,7 +44,7 @@ def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None =
     card_path = run_dir / "scorecard.json"
     if not card_path.is_file():
         raise BenchmarkError(f"{run_dir}: no scorecard.json; package a finished run's folder")
-    card = json.loads(card_path.read_text(encoding="utf-8"))
+    card = S.read_card(card_path)
     validate(card, str(card_path))
     if card["run"]["limit"] is not None:
         raise BenchmarkError(f"{card_path}: run.limit={card['run']['limit']}: a published card covers the whole split;"
@@ -197,7 +196,8 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
 
     compared = [i for i in ids if not submitted[i].get("error") and not rerun[i].get("error")]
     same_output = sum(kind.outputs(submitted[i]) == kind.outputs(rerun[i]) for i in compared)
-    same_verdict = sum(kind.verdicts(submitted[i]) == kind.verdicts(rerun[i]) for i in compared)
+    disagreeing = [i for i in compared if kind.verdicts(submitted[i]) != kind.verdicts(rerun[i])]
+    same_verdict = len(compared) - len(disagreeing)
     other_reference = [i for i in ids if any(submitted[i].get(f) != rerun[i].get(f) for f in kind.reference_fields)]
     agreement = same_verdict / len(compared) if compared else 0.0
     # the judges' flags on their labelled set decide the corrected rate: the verifier's judges must give the same
@@ -205,8 +205,6 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
     judges_agree = claimed is None or (isinstance(claimed, dict) and isinstance(measured, dict)
                                        and claimed["flagged"] == measured["flagged"])
     result = {
-        "verified": (bool(compared) and len(compared) == len(ids) and agreement >= min_agreement
-                     and not other_reference and judges_agree),
         "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "by": f"benchmark {__version__} (python -m benchmark.submit verify)",
         "seed": seed,
@@ -217,8 +215,9 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
         "reference_mismatches": len(other_reference),
         **({"judging_validation_agrees": judges_agree} if claimed is not None else {}),
         "min_agreement": min_agreement,
-        "disagreeing_ids": [i for i in compared if kind.verdicts(submitted[i]) != kind.verdicts(rerun[i])][:20],
+        "disagreeing_ids": disagreeing[:20],
     }
+    result = {"verified": verified_from(result), **result}
     card = {k: v for k, v in card.items() if k != "verification"}
     result["card_sha256"] = card_sha256(card)
     if key is not None:

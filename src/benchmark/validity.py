@@ -6,6 +6,8 @@ one set, which corrects its rate for the judges' errors (metrics.corrected_rate)
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import metrics as M
@@ -28,14 +30,15 @@ def _stat(name: str):
     return stat
 
 
-def validation_sets():
+@functools.lru_cache(maxsize=1)
+def validation_sets() -> tuple:
     from omegaconf import OmegaConf
 
     from .paths import CONF_DIR
     from .schema import ValidationConfig
 
     config = OmegaConf.merge(OmegaConf.structured(ValidationConfig), OmegaConf.load(CONF_DIR / "judge_validation.yaml"))
-    return OmegaConf.to_object(config).sets
+    return tuple(OmegaConf.to_object(config).sets)  # read once per process
 
 
 def measure(judge, data_root: str | None, resamples: int, seed: int, sets=None) -> dict:

@@ -224,7 +224,7 @@ class Trainer:
             os.replace(tmp, resume_path)
         best_epoch = max(history, key=lambda r: r["val_macro_f1"])["epoch"]
         result = {"best_epoch": best_epoch, "val_macro_f1": best, "history": history}
-        done_path.write_text(json.dumps(result, indent=2) + "\n")
+        write_json(done_path, result)
         resume_path.unlink()
         return result
 
@@ -259,7 +259,7 @@ def train(cfg) -> Path:
     except OSError as e:
         raise BenchmarkError(f"encoder={cfg.encoder!r}: not a local folder and not loadable from the hub ({e})") from None
     out.mkdir(parents=True, exist_ok=True)
-    begun.write_text(json.dumps(settings, indent=2) + "\n")
+    write_json(begun, settings)
     log_path = out / "training_log.jsonl"
     log_file = open(log_path, "a", encoding="utf-8")  # a resumed training adds to its log
 

@@ -18,9 +18,7 @@ def kind_class(name: str) -> type[Kind]:
 
 
 def make_kind(task, model_cfg) -> Kind:
-    if task.kind not in KINDS:
-        raise BenchmarkError(f"task {task.name}: unknown kind {task.kind!r}; available: {', '.join(KINDS)}")
-    return KINDS[task.kind](task, model_cfg)
+    return kind_class(task.kind)(task, model_cfg)
 
 
 def reference_sha256(kind, samples: list[dict]) -> str:

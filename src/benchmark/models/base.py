@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 
-OPERATIONS = ("generate", "loglikelihood", "classify", "replay", "overflow")
-
-
 class Backend:
     """A model the suite can ask, made with `(cfg, data_root)`. A backend declares what it can be asked in
-    `operations` (a subset of OPERATIONS; an instance may narrow it, e.g. a chat API gives no log-likelihoods) and
-    implements those methods; `needs_torch` says whether loading it imports torch.
+    `operations` (some of generate, loglikelihood, classify, replay, overflow; an instance may narrow it, e.g. a chat
+    API gives no log-likelihoods) and implements those methods.
 
     A backend lives in the suite (models.BUILTIN), in another package that names it under the entry-point group
     `benchmark.backends` (`[project.entry-points."benchmark.backends"] my-backend = "my_pkg.module:MyBackend"`), or is
     any model registered in lm-eval (`backend: lm-eval:NAME`)."""
 
     operations: frozenset[str] = frozenset()
-    needs_torch: bool = False
     # the shape of this backend's answers, part of every cached answer's key: change it when the shape changes, so
     # answers cached in the old shape are never read as the new one ("" for text answers: the model's own words)
     answer_shape: str = ""

@@ -40,8 +40,9 @@ class CachedModel:
         shape = self.backend.answer_shape
         keys = [request_key(self.sha + (f"/{shape}" if shape else ""), op, self._keyed(op, p)) for p in payloads]
         found = self.cache.get_many(keys)
-        self.hits += sum(k in found for k in keys)
-        self._tell(sum(k in found for k in keys))
+        cached = sum(k in found for k in keys)
+        self.hits += cached
+        self._tell(cached)
         todo = {}
         for k, p in zip(keys, payloads):
             if k not in found:

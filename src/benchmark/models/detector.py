@@ -13,7 +13,6 @@ from .base import Backend
 class DiaSafetyDetector(Backend):
     operations = frozenset({"classify"})
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
-    needs_torch = True
 
     def __init__(self, cfg, data_root: str | None = None):
         import transformers

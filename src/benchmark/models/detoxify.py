@@ -16,7 +16,6 @@ from .base import Backend, utterance_texts
 class DetoxifyBackend(Backend):
     operations = frozenset({"classify"})
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
-    needs_torch = True
 
     def __init__(self, cfg, data_root: str | None = None):
         if not cfg.pretrained or not Path(cfg.pretrained).expanduser().is_file():

@@ -130,7 +130,6 @@ VLLM_MISSING = (
 
 
 class LMEvalBackend(Backend):
-    needs_torch = True
 
     def __init__(self, cfg, data_root: str | None = None):
         from importlib.util import find_spec

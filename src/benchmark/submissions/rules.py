@@ -19,7 +19,7 @@ from pathlib import Path
 import jsonschema
 
 from .. import BenchmarkError
-from ..hashing import file_sha256, sha256_json
+from ..hashing import file_sha256
 from .base import CARD_SUFFIX, KEY_NAME, MAX_METRICS, SAMPLES_SUFFIX, Problem, task_registry
 from .configs import check_model_config, full_config, model_config_node
 from .privacy import private_values
@@ -36,9 +36,9 @@ def _validator() -> jsonschema.Draft202012Validator:
 
 @functools.lru_cache(maxsize=None)
 def _task_sha256(name: str) -> str:
-    from ..schema import TaskConfig, essential
+    from ..schema import task_sha256
 
-    return sha256_json(essential(task_registry()[name], TaskConfig))
+    return task_sha256(task_registry()[name])
 
 
 def _schema_problems(card: dict, where: str) -> list[Problem]:
@@ -127,7 +127,7 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
         if task[key] != known[key]:
             problems.append(Problem(where, f"task.{key}", f"{task[key]!r}: task {task['name']}'s {key} is "
                                                           f"{known[key]!r}"))
-    if "config" in task and task["config"] != task_registry()[task["name"]]:
+    if "config" in task and task["config"] != known:
         problems.append(Problem(where, "task.config", f"is not task {task['name']}'s definition"))
     if task["config_sha256"] != _task_sha256(task["name"]):
         problems.append(Problem(where, "task.config_sha256", f"is not the hash of task {task['name']}'s definition "
@@ -181,10 +181,10 @@ def _composed_task(name: str):
     return compose([f"task={name}"]).task
 
 
-def rescored(card: dict, samples: list[dict]) -> tuple[dict, dict]:
+def rescored(card: dict, samples: list[dict], kind=None) -> tuple[dict, dict]:
     """The card's metrics and breakdown computed again from its samples by the task's own scoring (the card's
     resamples and seed, and its judges' outcome on their labelled set)."""
-    kind = _kind(card)
+    kind = kind or _kind(card)
     return kind.score(samples, card["run"]["bootstrap"], card["run"]["seed"], card.get("judging_validation"))
 
 
@@ -258,7 +258,7 @@ def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root
                                                  "(their reference_sha256 differs from the task's pinned one)"
                             + (f"; records that differ: {differing[:10]}" if differing else
                                "; validate with --data-root to name the records"))]
-        metrics, breakdown = rescored(card, samples)
+        metrics, breakdown = rescored(card, samples, kind)
     except Exception as e:  # samples the task's scoring cannot read are not this task's samples
         return [Problem(str(path), "", f"the task's scoring cannot read these samples: {type(e).__name__}: {e}")]
     for name in sorted(set(metrics) | set(card["metrics"])):

@@ -78,12 +78,17 @@ def verification_problems(card: dict, where: str) -> list[Problem]:
             base64.b64decode(v.get("signature") or ""), _signed_bytes(card, v))
     except (InvalidSignature, ValueError):
         return [Problem(where, "verification.signature", "does not match the card and its verification")]
-    expected = (v["n"] >= 1 and v.get("failed", 0) == 0 and v.get("reference_mismatches", 0) == 0
-                and v.get("judging_validation_agrees", True) and v["verdict_agreement"] >= v["min_agreement"])
-    if v["verified"] != expected:
+    if v["verified"] != verified_from(v):
         return [Problem(where, "verification.verified", f"{v['verified']} does not follow from its n, failed and "
                                                         "agreement")]
     return []
+
+
+def verified_from(v: dict) -> bool:
+    """Whether a verification's figures make the card verified: records re-run, none failed, every gold label and
+    group the same, the judges' flags on their labelled set the same, and enough verdicts the same."""
+    return (v["n"] >= 1 and v.get("failed", 0) == 0 and v.get("reference_mismatches", 0) == 0
+            and v.get("judging_validation_agrees", True) and v["verdict_agreement"] >= v["min_agreement"])
 
 
 def keygen(path: Path) -> str:
