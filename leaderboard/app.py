@@ -51,11 +51,12 @@ def runs_root() -> Path | None:
     return Path(os.environ["BENCHMARK_RUNS"]) if os.environ.get("BENCHMARK_RUNS") else None
 
 
-def _signature(root: Path) -> tuple:
-    """Changes whenever a file under root does: the key that keeps the cached load fresh."""
+def _signature(root: Path, pattern: str = "*") -> tuple:
+    """Changes whenever a file under root matching pattern does: the key that keeps the cached load fresh."""
     if not root.is_dir():
         return ()
-    return tuple(sorted((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*") if p.is_file()))
+    return tuple(sorted((str(p), info.st_mtime_ns, info.st_size) for p in root.rglob(pattern) if p.is_file()
+                        for info in [p.stat()]))
 
 
 def showable(cards: list, registry: dict) -> None:
@@ -99,7 +100,9 @@ def load(root: str, signature: tuple) -> tuple[list, list[str], dict]:
 def load_or_report(root: Path) -> tuple[list, list[str], dict]:
     """`load`, or no cards and an error on the page when loading itself fails (the page still renders)."""
     try:
-        return load(str(root), _signature(root))
+        # run folders: only a finished (re)written card changes what is shown; a run in progress, the response cache
+        # and sweep logs churn beside them
+        return load(str(root), _signature(root, "scorecard.json" if root == runs_root() else "*"))
     except Exception as e:
         st.error(esc(f"The score cards could not be loaded from {root}: {type(e).__name__}: {e}"))
     try:
