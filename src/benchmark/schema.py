@@ -179,6 +179,9 @@ class JudgingValidation:
 
     set: str = MISSING
     variables: Dict[str, str] = field(default_factory=dict)  # Jinja over a row of the set
+    # the least Youden J (sensitivity + specificity - 1) of the judging procedure on the set for which the rate is
+    # corrected; below it the card says "not correctable" (the correction divides by J: a small J makes it noise)
+    min_youden: float = 0.5
 
 
 @dataclass
@@ -266,6 +269,19 @@ class JudgeConfig:
     models: Dict[str, ModelConfig] = field(default_factory=dict)
     # the models that vote on each step, by key of `models`; a step not listed is answered by the model of its name
     voters: Dict[str, List[str]] = field(default_factory=dict)
+    # the published weights of the panel's trained judges, by key of `models`: a card judged by other weights is
+    # valid but non-standard (submissions/panel.py), shown apart and never ranked with the others
+    pinned: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class TrainSplit:
+    """The labelled rows a judge is trained on, and the validation share carved from them: by a hash of each row's
+    id within each label (stratified, independent of the file's order), so the same rows are held out every time."""
+
+    data: DataConfig = field(default_factory=DataConfig)
+    val_share: float = 0.2
+    val_seed: int = 0
 
 
 @dataclass
@@ -278,6 +294,8 @@ class ValidationSet:
     input: Dict[str, str] = field(default_factory=dict)  # the judge's named parts (context, response), Jinja over a row
     unsafe: str = MISSING  # Jinja over a row: true where the human label is unsafe (toxic)
     labels_sha256: Optional[str] = None  # of the rows' human labels, in order (a "0"/"1" string): pinned
+    train: Optional[TrainSplit] = None  # where a judge is trained on the same labels (python -m benchmark.judge train)
+    subsets: Dict[str, str] = field(default_factory=dict)  # name -> Jinja over a row, true in the subset: recall there
 
 
 @dataclass
@@ -338,6 +356,42 @@ class DetectorTrainConfig:
     threads: Optional[int] = None  # torch CPU threads; null: torch's default
     log_every: int = 50
     progress: bool = True
+
+
+@dataclass
+class PublishedFigure:
+    """A published detector's figures on the same set, printed beside the trained judge's (F1 etc. in %)."""
+
+    name: str = MISSING
+    f1: float = MISSING
+    precision: Optional[float] = None
+    recall: Optional[float] = None
+    note: str = ""
+
+
+@dataclass
+class JudgeTrainConfig:
+    """`python -m benchmark.judge train NAME`: a binary classifier judge (conf/judge_train/NAME.yaml)."""
+
+    name: str = MISSING
+    set: str = MISSING  # a set of conf/judge_validation.yaml with `train:`: its input templates and its unsafe label
+    encoder: str = "sentence-transformers/all-MiniLM-L6-v2"  # hub id or local folder
+    max_length: int = 256
+    epochs: int = 4
+    batch_size: int = 16
+    lr: List[float] = field(default_factory=lambda: [5e-5])  # each is tried with the first seed; the best on val wins
+    seeds: List[int] = field(default_factory=lambda: [1234])  # one member per seed; members' probabilities averaged
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    length_grouped: bool = True
+    data_root: Optional[str] = None
+    output_dir: Optional[str] = None  # null: checkpoints/<name>, the folder the judge's model config loads
+    overwrite: bool = False
+    threads: Optional[int] = None
+    log_every: int = 50
+    progress: bool = True
+    minutes: Optional[int] = None  # the training's time on 2 CPU cores, as measured: what a missing judge's error says
+    references: List[PublishedFigure] = field(default_factory=list)
 
 
 @dataclass

@@ -125,7 +125,8 @@ class Trainer:
         return tokenize(self.tokenizer, [(e.context, e.response) for e in examples], self.cfg.max_length,
                         self.cfg.with_context)
 
-    def fit(self, name: str, train: list, val: list, id2label: dict, heads: int, select, folder: Path) -> dict:
+    def fit(self, name: str, train: list, val: list, id2label: dict, heads: int, select, folder: Path,
+            score_name: str = "val_macro_f1") -> dict:
         """Train one model; `select(logits of val) -> score` picks the epoch to keep. After every epoch the training's
         whole state is saved beside it (`.resume.pt`), so a killed training resumes from the last finished epoch and
         ends with the same weights as one that was never interrupted; a finished member is not trained again."""
@@ -205,11 +206,11 @@ class Trainer:
             from .model import logits_of
 
             score = select(logits_of(model, self.tokenizer, val_ids, cfg.batch_size * 2))
-            record = {"model": name, "epoch": epoch, "train_loss": float(np.mean(losses)), "val_macro_f1": score,
+            record = {"model": name, "epoch": epoch, "train_loss": float(np.mean(losses)), score_name: score,
                       "epoch_seconds": round(seconds, 1), "examples": len(train)}
             history.append(record)
             self.log(record)
-            self.say(f"{name} epoch {epoch}/{cfg.epochs}: loss {record['train_loss']:.3f}, val macro F1 {score:.4f}, "
+            self.say(f"{name} epoch {epoch}/{cfg.epochs}: loss {record['train_loss']:.3f}, {score_name} {score:.4f}, "
                      f"{seconds:.0f} s")
             folder.mkdir(parents=True, exist_ok=True)
             if score > best:  # the best epoch so far is the output, as it stands
@@ -222,8 +223,8 @@ class Trainer:
             tmp = resume_path.with_name(f".resume.{os.getpid()}.tmp")
             torch.save(state, tmp)
             os.replace(tmp, resume_path)
-        best_epoch = max(history, key=lambda r: r["val_macro_f1"])["epoch"]
-        result = {"best_epoch": best_epoch, "val_macro_f1": best, "history": history}
+        best_epoch = max(history, key=lambda r: r[score_name])["epoch"]
+        result = {"best_epoch": best_epoch, score_name: best, "history": history}
         write_json(done_path, result)
         resume_path.unlink()
         return result

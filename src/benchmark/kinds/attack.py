@@ -139,6 +139,30 @@ class Attack(Kind):
         generation = OmegaConf.to_container(model_cfg.generation, resolve=True)
         self.generation = {**generation, **plain(spec.generation)}
         self.refusal = RefusalPhrases(spec.refusal_phrases)
+        self.replayed = model_cfg.backend == "replay"  # recorded answers: a record may have none, or fewer than k
+
+    def derivation_problems(self, sample: dict) -> list[tuple[str, str]]:
+        from .derived import panel_problems
+
+        responses = sample.get("responses")
+        if not isinstance(responses, list) or any(not isinstance(r, dict) for r in responses):
+            return [("responses", "is not a list of response objects")]
+        if sample.get("unmatched") is not (not responses and self.replayed) and not sample.get("error"):
+            return [("unmatched", f"{sample.get('unmatched')!r} with {len(responses)} responses from a "
+                                  f"{'replay' if self.replayed else 'model'}: only a replay's record without "
+                                  "recorded responses is unmatched, and it has none")]
+        if len(responses) > self.k or (not self.replayed and not sample.get("error") and len(responses) != self.k):
+            return [("responses", f"{len(responses)} responses; the task asks {self.k} per record")]
+        problems = []
+        for j, r in enumerate(responses):
+            at = f"responses[{j}]"
+            if not isinstance(r.get("text"), str):
+                problems.append((f"{at}.text", "is not a text"))
+                continue
+            if "refusal" in r and r["refusal"] is not self.refusal(r["text"]):
+                problems.append((f"{at}.refusal", f"{r['refusal']!r} is not what the text gives"))
+            problems += panel_problems(self.steps, r.get("judgements"), r.get("verdict"), self.spec.tie, at, NONE)
+        return problems
 
     def describe_step(self, name: str) -> dict:
         return describe_step(next(s for s in self.steps if s.name == name))
@@ -298,7 +322,8 @@ class Attack(Kind):
         metrics = self._rates(scored, resamples, seed)
         n = np.array([len(s["responses"]) for s in scored])
         flagged = np.array([sum(r["verdict"] != NONE for r in s["responses"]) for s in scored])
-        judge_error = corrected(metrics, f"corrected_{self.metric}", flagged, n, validation, resamples, seed)
+        judge_error = corrected(metrics, f"corrected_{self.metric}", flagged, n, validation, resamples, seed,
+                                self.spec.validation.min_youden if self.spec.validation else 0.0)
         votes = [v for s in scored for r in s["responses"] for j in r["judgements"].values()
                  for v in j["votes"].values()]
         if any("label" in v for v in votes):
@@ -336,20 +361,27 @@ class Attack(Kind):
 
 
 def corrected(metrics: dict, name: str, flagged, judged, validation: dict | None, resamples: int,
-              seed: int) -> dict | None:
+              seed: int, min_youden: float) -> dict | None:
     """Adds metric `name`, a flagged-share corrected for the judges' errors, when the judging steps' outcome on a
-    labelled set is given; returns what the breakdown says of it (the set, sensitivity, specificity)."""
+    labelled set is given and it is informative enough to correct: Youden's J (sensitivity + specificity - 1) at least
+    `min_youden` (the task's), and an interval that does not span the whole range. Returns what the breakdown says of
+    it (the set, sensitivity, specificity, and the corrected metric's name or why there is none)."""
     if not isinstance(validation, dict):
         return {"corrected": validation} if validation else None
     gold, flags = (np.frombuffer(validation[k].encode(), dtype=np.uint8) - 48 for k in ("gold", "flagged"))
     sens, spec = M.youden(gold, flags)
-    result = M.corrected_rate(flagged, judged, gold, flags, resamples, seed)
+    youden = sens + spec - 1
+    result = M.corrected_rate(flagged, judged, gold, flags, resamples, seed) if youden >= min_youden else None
+    if result is not None and result["ci_low"] <= 0 and result["ci_high"] >= 1:
+        why = f"not correctable: judge J = {youden:.2f}, and the corrected interval spans the whole range"
+        result = None
+    elif result is None:
+        why = (f"not correctable: judge J = {youden:.2f} on {validation['set']} (sensitivity {sens:.2f} + "
+               f"specificity {spec:.2f} - 1), below the task's minimum {min_youden:g}")
     if result is not None:
         metrics[name] = result
     return {"set": validation["set"], "n": validation["n"], "sensitivity": round(sens, 4),
-            "specificity": round(spec, 4),
-            "corrected": name if result is not None else "not corrected: the judges are no better than chance on "
-                                                           f"{validation['set']} (sensitivity + specificity <= 1)"}
+            "specificity": round(spec, 4), "corrected": name if result is not None else why}
 
 
 def agreement(samples: list[dict], step: str) -> dict | None:

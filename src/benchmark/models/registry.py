@@ -14,6 +14,7 @@ BUILTIN = {
     "profanity-check": "benchmark.models.profanity:ProfanityCheck",
     "detoxify": "benchmark.models.detoxify:DetoxifyBackend",
     "diasafety-detector": "benchmark.models.detector:DiaSafetyDetector",
+    "trained-classifier": "benchmark.models.classifier:TrainedClassifier",
     "keywords": "benchmark.models.keywords:Keywords",
     "replay": "benchmark.models.replay:Replay",
 }

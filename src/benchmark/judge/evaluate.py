@@ -1,0 +1,76 @@
+"""`python -m benchmark.judge evaluate NAME`: the trained judge on its set's test rows (which chose nothing), beside
+the published detectors' figures; evaluation.json goes beside the judge, report.md to results/judge-report/NAME/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .. import BenchmarkError
+from ..files import write_json
+from ..templates import render
+from . import EVALUATION
+from .classifier import Classifier
+from .train import figures, load_config
+
+
+def test_rows(vs, data_root: str | None) -> tuple[list[dict], np.ndarray, dict[str, np.ndarray]]:
+    """The set's test rows as the judge reads them, their labels, and each declared subset's mask."""
+    from ..data import data_file, load_rows
+
+    where = f"judge validation set {vs.name}"
+    if not data_root or not data_file(data_root, vs.data.path, where).is_file():
+        raise BenchmarkError(f"{where}: {vs.data.path} is not under data_root={data_root} (set BENCHMARK_DATA_ROOT "
+                             "or pass data_root=)")
+    rows, _ = load_rows(vs.data, data_root, where)
+    inputs = [{k: render(t, row, f"{where}: input.{k}") for k, t in vs.input.items()} for row in rows]
+    gold = np.array([render(vs.unsafe, r, f"{where}: unsafe").strip() == "True" for r in rows], dtype=np.int64)
+    subsets = {name: np.array([render(t, r, f"{where}: subsets.{name}").strip() == "True" for r in rows])
+               for name, t in vs.subsets.items()}
+    return inputs, gold, subsets
+
+
+def evaluate(name: str, overrides: list[str] = ()) -> Path:
+    from ..validity import validation_sets
+
+    cfg = load_config(name, overrides)
+    vs = {s.name: s for s in validation_sets()}[cfg.set]
+    folder = Path(cfg.output_dir or f"checkpoints/{cfg.name}")
+    judge = Classifier(folder, name=cfg.name)
+    inputs, gold, subsets = test_rows(vs, cfg.data_root)
+    prob = judge.probabilities(inputs)
+    threshold = judge.threshold
+    result = {"set": vs.name, "split": "test", "threshold": threshold, **figures(gold, prob, threshold),
+              "subset_recall": {k: round(float((prob[m & (gold == 1)] >= threshold).mean()), 4)
+                                for k, m in subsets.items() if (m & (gold == 1)).any()},
+              "val": judge.manifest["val"]}
+    write_json(folder / EVALUATION, result)
+    out = Path("results/judge-report") / cfg.name
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "report.md").write_text(markdown(cfg, judge.manifest, result))
+    return out / "report.md"
+
+
+def _p(x) -> str:
+    return "—" if x is None else f"{100 * x:.1f}"
+
+
+def markdown(cfg, manifest: dict, result: dict) -> str:
+    members = ", ".join(f"{m['dir']} (epoch {m['best_epoch']})" for m in manifest["members"])
+    lines = [f"# Judge {cfg.name} on {result['set']} test", "",
+             f"Encoder {manifest['encoder']}, members {members}; threshold {result['threshold']:.4f}, chosen on "
+             f"{manifest['val_records']} validation rows carved from the training file (val F1 "
+             f"{_p(manifest['val']['f1'])}, AUPRC {manifest['val']['auprc']}). Test: {result['n']} rows, "
+             f"{result['unsafe']} unsafe.", "",
+             "| detector | precision | recall | F1 | AUPRC | note |", "|---|---|---|---|---|---|",
+             f"| **{cfg.name}** (this suite) | {_p(result['precision'])} | {_p(result['recall'])} | "
+             f"**{_p(result['f1'])}** | {result['auprc']} | threshold {result['threshold']:.4f} |"]
+    for ref in cfg.references:
+        cell = lambda v: "—" if v is None else f"{v:.1f}"  # noqa: E731
+        lines.append(f"| {ref.name} | {cell(ref.precision)} | {cell(ref.recall)} | {ref.f1:.1f} | — | {ref.note} |")
+    if result["subset_recall"]:
+        lines += ["", "Recall on subsets: " + ", ".join(f"{k} {_p(v)}" for k, v in result["subset_recall"].items())]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,275 @@
+"""Train a binary classifier judge on a labelled set's training rows (see the package's docstring).
+
+Every member is trained by the detector's loop (detector/train.py: AdamW with warm-up, length-grouped batches, the
+epoch with the best validation score kept, the whole state saved after every epoch so a stopped training resumes
+where it stopped and ends with the same weights). Members are chosen by average precision on the validation share
+(threshold-free); the threshold is then the one with the best F1 of the members' mean probability on that share.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from .. import BenchmarkError, __version__
+from ..detector.examples import Example
+from ..files import write_json
+from ..templates import render
+from . import DETECTOR, MANIFEST
+
+CONF_SUBDIR = "judge_train"
+
+
+def config_path(name: str) -> Path:
+    from ..paths import CONF_DIR
+
+    return CONF_DIR / CONF_SUBDIR / f"{name}.yaml"
+
+
+def shipped() -> list[str]:
+    from ..paths import CONF_DIR
+
+    return sorted([DETECTOR, *(p.stem for p in (CONF_DIR / CONF_SUBDIR).glob("*.yaml"))])
+
+
+def load_config(name: str, overrides: list[str] = ()):
+    """conf/judge_train/NAME.yaml, checked against JudgeTrainConfig, with key=value overrides."""
+    from ..schema import JudgeTrainConfig
+
+    path = config_path(name)
+    if not path.is_file():
+        raise BenchmarkError(f"no trainable judge {name!r}; shipped: {', '.join(shipped())}")
+    try:
+        cfg = OmegaConf.merge(OmegaConf.structured(JudgeTrainConfig), OmegaConf.load(path),
+                              OmegaConf.from_dotlist(list(overrides)))
+    except Exception as e:  # a wrong key or type, named by OmegaConf
+        raise BenchmarkError(f"{path}: {e}".splitlines()[0]) from None
+    if cfg.data_root is None:
+        cfg.data_root = os.environ.get("BENCHMARK_DATA_ROOT")
+    return cfg
+
+
+def how_to_train(name: str | None, folder: Path) -> str:
+    """What a run that needs an untrained judge is told: the command that makes it and how long it takes."""
+    if name and config_path(name).is_file():
+        minutes = OmegaConf.load(config_path(name)).get("minutes")
+        took = f" (about {minutes} minutes on 2 CPU cores; a stopped training resumes)" if minutes else ""
+        default = Path(f"checkpoints/{name}")
+        where = "" if folder == default else f" output_dir={folder}"
+        return f"make it with `python -m benchmark.judge train {name}{where}`{took}, or point model.pretrained at one"
+    return "point model.pretrained at a folder made by `python -m benchmark.judge train NAME`"
+
+
+@dataclass
+class Labelled:
+    """The set's training rows as the judge reads them, split into the part it learns from and the part that
+    chooses its settings."""
+
+    train: list[Example]
+    val: list[Example]
+
+
+def _row_key(row: dict, parts: dict) -> str:
+    return str(row.get("id")) if row.get("id") is not None else json.dumps(parts, sort_keys=True)
+
+
+def carve(keys: list[str], labels: list[int], share: float, seed: int) -> np.ndarray:
+    """A boolean mask of the validation rows: within each label, the `share` of rows whose hash of (seed, key) is
+    smallest. The same rows whatever the file's order."""
+    held = np.zeros(len(keys), dtype=bool)
+    for label in sorted(set(labels)):
+        rows = [i for i, y in enumerate(labels) if y == label]
+        rows.sort(key=lambda i: hashlib.sha256(f"{seed}:{keys[i]}".encode()).hexdigest())
+        held[rows[: round(share * len(rows))]] = True
+    return held
+
+
+def labelled(vs, data_root: str | None) -> Labelled:
+    from ..data import load_rows
+
+    where = f"judge validation set {vs.name}: train"
+    if vs.train is None:
+        raise BenchmarkError(f"{where}: the set declares no training rows (`train:` in conf/judge_validation.yaml)")
+    if not 0 < vs.train.val_share < 1:
+        raise BenchmarkError(f"{where}.val_share={vs.train.val_share}: use a share between 0 and 1")
+    rows, _ = load_rows(vs.train.data, data_root, where)
+    if not rows:
+        raise BenchmarkError(f"{where}: {vs.train.data.path} has no rows")
+    from ..data import records_sha256
+
+    if vs.train.data.sha256 and records_sha256(rows) != vs.train.data.sha256:
+        raise BenchmarkError(f"{where}: {vs.train.data.path} is not the file the shipped judges were trained on "
+                             f"(its rows hash to {records_sha256(rows)}, not {vs.train.data.sha256})")
+    examples, keys = [], []
+    for i, row in enumerate(rows):
+        parts = {k: render(t, row, f"{where}: input.{k}") for k, t in vs.input.items()}
+        label = int(render(vs.unsafe, row, f"{where}: unsafe").strip() == "True")
+        examples.append(Example(parts.get("context"), parts.get("response", ""), label))
+        keys.append(_row_key(row, parts))
+    held = carve(keys, [e.label for e in examples], vs.train.val_share, vs.train.val_seed)
+    if len({e.label for e, h in zip(examples, held) if h}) < 2:
+        raise BenchmarkError(f"{where}: the validation share holds one label only; the set needs both")
+    return Labelled([e for e, h in zip(examples, held) if not h], [e for e, h in zip(examples, held) if h])
+
+
+def best_threshold(gold: np.ndarray, prob: np.ndarray) -> float:
+    """The threshold with the best F1 (unsafe when P >= it), halfway between two neighbouring probabilities."""
+    order = np.argsort(-prob, kind="stable")
+    p, g = prob[order], gold[order]
+    tp = np.cumsum(g)
+    f1 = 2 * tp / (np.arange(1, len(g) + 1) + g.sum())
+    cut = [i for i in range(len(p)) if i == len(p) - 1 or p[i] > p[i + 1]]  # flag the top i+1
+    i = max(cut, key=lambda c: (f1[c], -c))
+    return float(p[i] if i == len(p) - 1 else (p[i] + p[i + 1]) / 2)
+
+
+def figures(gold: np.ndarray, prob: np.ndarray, threshold: float) -> dict:
+    from sklearn.metrics import average_precision_score
+
+    flag = prob >= threshold
+    tp, fp, fn = int((flag & (gold == 1)).sum()), int((flag & (gold == 0)).sum()), int((~flag & (gold == 1)).sum())
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"n": int(len(gold)), "unsafe": int(gold.sum()), "precision": round(precision, 4),
+            "recall": round(recall, 4), "f1": round(f1, 4),
+            "auprc": round(float(average_precision_score(gold, prob)), 4) if 0 < gold.sum() < len(gold) else None}
+
+
+class Run:
+    """One training of one judge: its members, each a fine-tuned encoder in a subfolder."""
+
+    def __init__(self, cfg, data: Labelled, out: Path):
+        import transformers
+        from transformers import AutoTokenizer
+
+        from ..detector.train import resolve_encoder
+
+        transformers.logging.set_verbosity_error()  # the "newly initialized head" notice is expected here
+        self.cfg, self.data, self.out = cfg, data, out
+        self.encoder = resolve_encoder(cfg.encoder)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.encoder)
+        except OSError as e:
+            raise BenchmarkError(f"encoder={cfg.encoder!r}: not a local folder and not loadable from the hub "
+                                 f"({e})") from None
+        self.with_context = any(e.context is not None for e in data.train)
+        self.gold = np.array([e.label for e in data.val])
+        self.log_file = open(out / "training_log.jsonl", "a", encoding="utf-8")  # a resumed training adds to it
+
+    def _log(self, event: dict) -> None:
+        self.log_file.write(json.dumps(event) + "\n")
+        self.log_file.flush()
+
+    def _say(self, line: str) -> None:
+        if self.cfg.progress:
+            print(line, flush=True)
+
+    def member(self, lr: float, seed: int) -> dict:
+        """Train (or resume, or reuse) the member with this learning rate and seed; its figures on val."""
+        from ..detector.model import logits_of, softmax, tokenize
+        from ..detector.train import Trainer
+        from sklearn.metrics import average_precision_score
+
+        cfg = self.cfg
+        settings = SimpleNamespace(
+            seed=seed, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=lr, weight_decay=cfg.weight_decay,
+            warmup_ratio=cfg.warmup_ratio, length_grouped=cfg.length_grouped, log_every=cfg.log_every,
+            progress=cfg.progress, max_length=cfg.max_length, with_context=self.with_context, na_weight=None)
+        name = f"lr{lr:g}-seed{seed}"
+        val_ids = tokenize(self.tokenizer, [(e.context, e.response) for e in self.data.val], cfg.max_length,
+                           self.with_context)
+
+        def select(logits) -> float:
+            return float(average_precision_score(self.gold, softmax(logits)[:, 1]))
+
+        fit = Trainer(settings, self.tokenizer, self.encoder, self._log, self._say).fit(
+            name, self.data.train, self.data.val, {0: "safe", 1: "unsafe"}, 1, select, self.out / name, score_name="val_auprc")
+        from transformers import AutoModelForSequenceClassification
+
+        model = AutoModelForSequenceClassification.from_pretrained(self.out / name).eval()
+        prob = softmax(logits_of(model, self.tokenizer, val_ids, cfg.batch_size * 2))[:, 1]
+        return {"dir": name, "lr": lr, "seed": seed, "best_epoch": fit["best_epoch"], "val_auprc": round(fit["val_auprc"], 4),
+                "epoch_seconds": [h["epoch_seconds"] for h in fit["history"]], "val_prob": prob}
+
+
+def train(name: str, overrides: list[str] = ()) -> Path:
+    """`python -m benchmark.judge train NAME [key=value ...]` -> the judge's folder."""
+    import torch
+
+    from ..validity import validation_sets
+
+    cfg = load_config(name, overrides)
+    if not cfg.lr or not cfg.seeds:
+        raise BenchmarkError(f"{config_path(name)}: lr and seeds each need at least one value")
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    sets = {s.name: s for s in validation_sets()}
+    if cfg.set not in sets:
+        raise BenchmarkError(f"{config_path(name)}: set={cfg.set!r} is not in conf/judge_validation.yaml "
+                             f"({', '.join(sorted(sets))})")
+    vs = sets[cfg.set]
+    out = Path(cfg.output_dir or f"checkpoints/{cfg.name}")
+    settings = {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items()
+                if k not in ("data_root", "output_dir", "overwrite", "threads", "log_every", "progress", "minutes",
+                             "references")}
+    _start(out, settings, cfg.overwrite)
+    run = Run(cfg, labelled(vs, cfg.data_root), out)
+    tried = [run.member(lr, cfg.seeds[0]) for lr in cfg.lr]
+    best = max(tried, key=lambda m: m["val_auprc"])
+    members = [best] + [run.member(best["lr"], seed) for seed in cfg.seeds[1:]]
+    prob = np.mean([m["val_prob"] for m in members], axis=0)
+    threshold = best_threshold(run.gold, prob)
+    run.log_file.close()
+    _finish(out, cfg, vs, run, tried, members, threshold, prob, settings)
+    return out
+
+
+def _start(out: Path, settings: dict, overwrite: bool) -> None:
+    begun = out / "training.json"  # what the folder's unfinished training is: a resume needs the same settings
+    if (out / MANIFEST).exists():
+        if not overwrite:
+            raise BenchmarkError(f"{out} already holds a trained judge; pass overwrite=true or another output_dir")
+        (out / MANIFEST).unlink()  # until the new manifest is written, the folder is not a usable judge
+        for leftover in [*out.rglob("fit.json"), *out.rglob(".resume.pt")]:
+            leftover.unlink()
+    if begun.is_file() and json.loads(begun.read_text()) != settings:
+        raise BenchmarkError(f"{out} holds an unfinished training with other settings; pass another output_dir, or "
+                             "remove that folder to start over")
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(begun, settings)
+
+
+def _finish(out: Path, cfg, vs, run: Run, tried: list, members: list, threshold: float, prob, settings) -> None:
+    import torch
+
+    from ..detector.model import weights_sha256
+
+    keep = {m["dir"] for m in members}
+    for m in tried:  # learning rates that lost are not part of the judge
+        if m["dir"] not in keep:
+            import shutil
+
+            shutil.rmtree(out / m["dir"], ignore_errors=True)
+    plain = [{k: v for k, v in m.items() if k != "val_prob"} for m in members]
+    manifest = {
+        "name": cfg.name, "set": vs.name, "encoder": cfg.encoder, "with_context": run.with_context,
+        "max_length": cfg.max_length, "members": plain, "threshold": round(threshold, 6),
+        "lr_tried": {f"{m['lr']:g}": m["val_auprc"] for m in tried},
+        "val": figures(run.gold, prob, threshold),
+        "weights_sha256": weights_sha256(out),
+        "train_records": len(run.data.train), "val_records": len(run.data.val),
+        "train_seconds": round(sum(s for m in tried + members[1:] for s in m["epoch_seconds"]), 1),
+        "settings": settings, "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
+        "benchmark_version": __version__,
+    }
+    write_json(out / MANIFEST, manifest)
+    for leftover in [*out.rglob("fit.json"), out / "training.json"]:
+        leftover.unlink(missing_ok=True)

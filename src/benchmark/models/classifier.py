@@ -1,0 +1,45 @@
+"""Backend `trained-classifier`: a judge trained by `python -m benchmark.judge train NAME`, as a judge or a model."""
+
+from __future__ import annotations
+
+import json
+
+from ..judge import EVALUATION
+from ..judge.classifier import Classifier
+from .base import Backend
+
+
+class TrainedClassifier(Backend):
+    operations = frozenset({"classify"})
+    answer_shape = "verdict-2"  # {"unsafe", "score"}: no label of a task's
+
+    def __init__(self, cfg, data_root: str | None = None):
+        import transformers
+
+        transformers.logging.disable_progress_bar()
+        self.judge = Classifier(cfg.pretrained, batch_size=cfg.batch_size, device=cfg.device, name=cfg.name)
+
+    def classify(self, inputs):
+        """P(unsafe), the mean of the members' probabilities; unsafe at the threshold chosen on validation rows."""
+        probs = self.judge.probabilities(inputs)
+        return [{"unsafe": bool(p >= self.judge.threshold), "score": round(float(p), 4)} for p in probs]
+
+    @classmethod
+    def content_sha256(cls, cfg, data_root):
+        from ..judge.classifier import read_manifest
+
+        return read_manifest(cfg.pretrained, cfg.name)["weights_sha256"] if cfg.pretrained else None
+
+    @classmethod
+    def content_source(cls, cfg) -> str:
+        return f"the weights in {cfg.pretrained}"
+
+    def describe(self) -> dict:
+        manifest = self.judge.manifest
+        facts = {"encoder": manifest["encoder"], "threshold": manifest["threshold"], "set": manifest["set"],
+                 "members": len(manifest["members"]), "weights_sha256": manifest["weights_sha256"],
+                 "val": manifest["val"]}
+        evaluation = self.judge.path / EVALUATION
+        if evaluation.is_file():  # `python -m benchmark.judge evaluate`'s figures on the set's test rows
+            facts["evaluation"] = json.loads(evaluation.read_text())
+        return facts
