@@ -453,7 +453,9 @@ def run(cfg, overrides: list[str] | None = None) -> tuple[dict, Path]:
     started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat(timespec="seconds")
     p = plan(cfg)
     done = execute(p)
-    metrics, breakdown = p.kind.score(done.samples, cfg.bootstrap, cfg.seed, done.validation)
+    from .kinds import score
+
+    metrics, breakdown = score(p.kind, done.samples, cfg.bootstrap, cfg.seed, done.validation)
     samples_path = p.run_dir / "samples.jsonl"
     card = scorecard.assemble(p, done, metrics, breakdown, samples_path, started_at, time.perf_counter() - started,
                               overrides)

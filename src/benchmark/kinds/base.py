@@ -64,6 +64,12 @@ class Kind(ABC):
         its judges' errors declares which labelled set measures its judging steps."""
         return None
 
+    def derivation_problems(self, sample: dict) -> list[tuple[str, str]]:
+        """(field, what is wrong) wherever a field of the sample that enters a metric is not what the task derives
+        from the sample's own outputs and judgements (kinds/derived.py), or a count is not what the task declares.
+        Validation reports them: a published card's scores rest on nothing a submitter could rewrite unnoticed."""
+        return []
+
     # --- scores -------------------------------------------------------------------------------------------
     @abstractmethod
     def score(self, samples: list[dict], resamples: int, seed: int,

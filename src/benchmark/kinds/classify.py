@@ -7,6 +7,7 @@ directly, through the same parser; replayed predictions go through the same pars
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -370,6 +371,33 @@ class Classify(Kind):
             best = None if failed else max(labels, key=lambda lab: scores[lab] / len(lab.encode("utf-8")))
             samples.append(self._sample(r, c, failed or best, cut, failed or scores))
         return samples
+
+    def derivation_problems(self, sample: dict) -> list[tuple[str, str]]:
+        """The prediction, parsed again from what the model returned: a text by the task's parser, a classifier's
+        verdict by classifier_labels, log-likelihoods by the best per byte."""
+        out = sample.get("output")
+        if sample.get("error"):
+            expected = {q.name: INVALID for q in self.questions}
+        elif isinstance(out, str):
+            expected = self._answers(out)
+        elif isinstance(out, dict) and isinstance(out.get("unsafe"), bool) and self.single:
+            # a submission keeps the hash of a string the data set also holds (a category named as in the data)
+            hashed = {"sha256:" + hashlib.sha256(lab.encode("utf-8")).hexdigest(): lab for lab in self.questions[0].labels}
+            expected = self._answers(self._classifier_label({**out, "category": hashed.get(out.get("category"),
+                                                                                           out.get("category"))}))
+        elif isinstance(out, dict) and out and self.single and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in out.values()):
+            labels = self.questions[0].labels
+            if set(out) != set(labels):
+                return [("output", f"log-likelihoods of {sorted(out)}; the task's labels are {list(labels)}")]
+            expected = self._answers(max(labels, key=lambda lab: out[lab] / len(lab.encode("utf-8"))))
+        else:
+            return [("output", "is not a text, a classifier's verdict or log-likelihoods of the task's labels")]
+        prediction = expected[None] if self.single else expected
+        if sample.get("prediction") != prediction:
+            return [("prediction", f"{str(sample.get('prediction'))[:80]} is not what the output gives: "
+                                   f"{str(prediction)[:80]}")]
+        return []
 
     def _classifier_label(self, out: dict) -> str:
         """A classifier's verdict as one of the task's labels: the kind of unsafety it names, when that is a label

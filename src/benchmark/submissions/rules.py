@@ -41,6 +41,14 @@ def _task_sha256(name: str) -> str:
     return task_sha256(task_registry()[name])
 
 
+def _essential_task(config) -> dict:
+    """A task's definition without the values its schema gives by default: a field added to the schema later, with
+    a default that keeps today's behaviour, leaves every earlier card's definition the task's."""
+    from ..schema import TaskConfig, essential
+
+    return essential(config, TaskConfig)
+
+
 def _schema_problems(card: dict, where: str) -> list[Problem]:
     validator = _validator()
     return [Problem(where, ".".join(str(p) for p in e.absolute_path) or "(top level)", e.message)
@@ -127,7 +135,7 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
         if task[key] != known[key]:
             problems.append(Problem(where, f"task.{key}", f"{task[key]!r}: task {task['name']}'s {key} is "
                                                           f"{known[key]!r}"))
-    if "config" in task and task["config"] != known:
+    if "config" in task and _essential_task(task["config"]) != _essential_task(known):
         problems.append(Problem(where, "task.config", f"is not task {task['name']}'s definition"))
     if task["config_sha256"] != _task_sha256(task["name"]):
         problems.append(Problem(where, "task.config_sha256", f"is not the hash of task {task['name']}'s definition "
@@ -145,6 +153,7 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
             if not KEY_NAME.match(str(judge.get(key, ""))):
                 problems.append(Problem(where, f"judges[{i}].{key}", f"{judge.get(key)!r}: letters, digits, . _ : -"))
     run = card["run"]
+    problems += _statistics_problems(run, where)
     if run["limit"] is not None:
         problems.append(Problem(where, "run.limit", f"{run['limit']}: a published card covers the whole split; run "
                                                     "without limit="))
@@ -174,6 +183,27 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
     return problems
 
 
+def _statistics_problems(run: dict, where: str) -> list[Problem]:
+    """The intervals are the suite's: its resamples and seed (a run's defaults), never the submitter's choice."""
+    from ..metrics import PUBLISHED_RESAMPLES, PUBLISHED_SEED
+
+    problems = []
+    for key, fixed in (("bootstrap", PUBLISHED_RESAMPLES), ("seed", PUBLISHED_SEED)):
+        if type(run.get(key)) is not int or run[key] != fixed:
+            problems.append(Problem(where, f"run.{key}", f"{str(run.get(key))[:40]}: a published card's intervals use "
+                                                         f"the suite's {key} {fixed} (run without {key}=)"))
+    return problems
+
+
+def _derivation_problems(path: Path, kind, samples: list[dict]) -> list[Problem]:
+    """Every field of a sample that enters a metric, against what the task derives from the sample's outputs and
+    judgements (kinds/derived.py)."""
+    problems = []
+    for s in samples:
+        problems += [Problem(str(path), f"{s['id']}: {field}", what) for field, what in kind.derivation_problems(s)]
+    return problems
+
+
 @functools.lru_cache(maxsize=None)
 def _composed_task(name: str):
     from ..schema import compose
@@ -184,8 +214,10 @@ def _composed_task(name: str):
 def rescored(card: dict, samples: list[dict], kind=None) -> tuple[dict, dict]:
     """The card's metrics and breakdown computed again from its samples by the task's own scoring (the card's
     resamples and seed, and its judges' outcome on their labelled set)."""
+    from ..kinds import score
+
     kind = kind or _kind(card)
-    return kind.score(samples, card["run"]["bootstrap"], card["run"]["seed"], card.get("judging_validation"))
+    return score(kind, samples, card["run"]["bootstrap"], card["run"]["seed"], card.get("judging_validation"))
 
 
 def _validation_problems(card: dict, known: dict, where: str) -> list[Problem]:
@@ -258,6 +290,9 @@ def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root
                                                  "(their reference_sha256 differs from the task's pinned one)"
                             + (f"; records that differ: {differing[:10]}" if differing else
                                "; validate with --data-root to name the records"))]
+        problems = _derivation_problems(path, kind, samples)
+        if problems:
+            return problems
         metrics, breakdown = rescored(card, samples, kind)
     except Exception as e:  # samples the task's scoring cannot read are not this task's samples
         return [Problem(str(path), "", f"the task's scoring cannot read these samples: {type(e).__name__}: {e}")]

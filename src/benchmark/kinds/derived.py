@@ -1,0 +1,87 @@
+"""What validation derives again from a sample's own outputs and judgements, instead of believing the fields a
+submitter could rewrite: a verdict from the judgements by the panel's rule (steps in order, the first that flags
+decides), a judgement from its votes (majority, the task's tie policy), a question vote's label from the judge's
+answer (the task's parser), a refusal from the text. What no sample can show (that a classifier judge said what its
+vote records, that a record had no recorded answer) rests on `submit verify`, which re-runs the models."""
+
+from __future__ import annotations
+
+from jinja2 import meta
+
+from ..templates import _compile
+from .classify import INVALID
+
+Problem = tuple[str, str]  # (field, what is wrong), for one sample
+
+
+def constant_flag(step) -> str | None:
+    """A question step's flagging answer when its template reads no record variable (the same for every record),
+    else None: such a step's `flagged` can only be checked by re-running it."""
+    from jinja2.sandbox import SandboxedEnvironment
+
+    if step.type != "question":
+        return None
+    if meta.find_undeclared_variables(SandboxedEnvironment().parse(step.spec.flag)):
+        return None
+    return step.parse(_compile(step.spec.flag).render())
+
+
+def vote_problems(step, vote, at: str) -> list[Problem]:
+    if not isinstance(vote, dict) or vote.get("flagged") not in (True, False, None):
+        return [(at, "a vote is {flagged: true, false or null, ...}")]
+    if step.type != "question":
+        return []
+    label = step.parse(vote.get("answer"))
+    if vote.get("label") != label:
+        return [(f"{at}.label", f"{vote.get('label')!r} is not what the judge's answer gives: {label!r}")]
+    flag = constant_flag(step)
+    expected = None if label == INVALID else (label == flag if flag is not None else vote["flagged"])
+    if vote["flagged"] is not expected:
+        return [(f"{at}.flagged", f"{vote['flagged']} is not what the label {label!r} gives: {expected}")]
+    return []
+
+
+def judgement_problems(step, judgement, tie_policy: str, at: str) -> list[Problem]:
+    """A step's judgement against its votes: flagged by majority, an even split a tie decided by the policy."""
+    if not isinstance(judgement, dict) or not isinstance(judgement.get("votes"), dict) or not judgement["votes"]:
+        return [(at, "a judgement is {flagged, tie, votes: {voter: vote}} with at least one vote")]
+    problems = []
+    for voter, vote in judgement["votes"].items():
+        problems += vote_problems(step, vote, f"{at}.votes.{voter}")
+    if problems:
+        return problems
+    yes = sum(v["flagged"] is True for v in judgement["votes"].values())
+    no = sum(v["flagged"] is False for v in judgement["votes"].values())
+    tie = yes == no and yes > 0
+    flagged = (tie_policy == "flagged") if tie else yes > no
+    if judgement.get("tie") is not tie or judgement.get("flagged") is not flagged:
+        return [(at, f"flagged {judgement.get('flagged')}, tie {judgement.get('tie')}: its votes give flagged "
+                     f"{flagged}, tie {tie}")]
+    return []
+
+
+def panel_problems(steps, judgements, verdict, tie_policy: str, at: str, none: str) -> list[Problem]:
+    """The verdict of one judged item against its judgements: every step in order until one flags (none after it),
+    and the verdict is that step's name, or `none` when no step flagged."""
+    if not isinstance(judgements, dict):
+        return [(f"{at}.judgements", "is not a {step: judgement} object")]
+    names = [s.name for s in steps]
+    stray = sorted(set(judgements) - set(names), key=str)
+    if stray:
+        return [(f"{at}.judgements.{stray[0]}", f"is not a judging step of the task ({', '.join(names)})")]
+    expected = none
+    for i, step in enumerate(steps):
+        if step.name not in judgements:
+            return [(f"{at}.judgements.{step.name}", "missing: the step judges every item no earlier step flagged")]
+        problems = judgement_problems(step, judgements[step.name], tie_policy, f"{at}.judgements.{step.name}")
+        if problems:
+            return problems
+        if judgements[step.name]["flagged"]:
+            later = [n for n in names[i + 1:] if n in judgements]
+            if later:
+                return [(f"{at}.judgements.{later[0]}", f"a step after {step.name}, which flagged it, never judges it")]
+            expected = step.name
+            break
+    if verdict != expected:
+        return [(f"{at}.verdict", f"{verdict!r} is not what its judgements give: {expected!r}")]
+    return []

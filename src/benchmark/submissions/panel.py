@@ -1,0 +1,57 @@
+"""Whether a card was judged by its task's declared judge panel: the task's default `judge=` panel, every judge's
+config as shipped (its name included) and, for a trained judge, the weights the panel pins. A card judged otherwise
+is valid but non-standard: the board shows it apart and never ranks it with the standard cards, since its rates come
+from judges the suite has not measured (a renamed keyword list can call itself diasafety-detector)."""
+
+from __future__ import annotations
+
+import functools
+
+from .configs import full_config
+
+# what a judge's config may set differently from the shipped one without changing its verdicts
+_RUNTIME = ("batch_size", "num_concurrent", "max_retries", "retry_wait", "timeout", "device", "sha256", "metadata")
+
+
+@functools.lru_cache(maxsize=None)
+def standard_panel(task: str) -> tuple[dict, dict]:
+    """({(step, voter): the judge's config as shipped, runtime fields left out}, {voter: pinned weights sha256})."""
+    from omegaconf import OmegaConf
+
+    from ..kinds import make_kind
+    from ..runner import _judge_panel
+    from ..schema import compose
+
+    cfg = compose([f"task={task}"])
+    voters, models = _judge_panel(cfg, make_kind(cfg.task, cfg.model))
+    configs = {(step, voter): _comparable(OmegaConf.to_container(models[voter], resolve=True))
+               for step, keys in voters.items() for voter in keys}
+    pinned = OmegaConf.to_container(cfg.judge.pinned, resolve=True) if cfg.judge is not None else {}
+    return configs, pinned
+
+
+def _comparable(config: dict) -> dict:
+    return {k: v for k, v in full_config(config).items() if k not in _RUNTIME}
+
+
+def panel_status(card: dict) -> str | None:
+    """None when the card's judges are the task's declared panel; else why not, in one line."""
+    judges = [j for j in card.get("judges", []) if isinstance(j, dict) and isinstance(j.get("config"), dict)]
+    standard, pinned = standard_panel(card["task"]["name"])
+    if not standard:
+        return None
+    given = {(j.get("step"), j.get("voter")): j for j in judges}
+    if set(given) != set(standard):
+        return (f"judged by {sorted(f'{s}/{v}' for s, v in given)}, not the task's panel "
+                f"{sorted(f'{s}/{v}' for s, v in standard)}")
+    for (step, voter), shipped in standard.items():
+        config = given[(step, voter)]["config"]
+        mine = _comparable(config)
+        if mine != shipped:
+            key = next(k for k in sorted(set(mine) | set(shipped)) if mine.get(k) != shipped.get(k))
+            return (f"judge {step}: {str(config.get('name'))[:40]!r} is not the task's {shipped['name']!r} as shipped "
+                    f"({key}: {str(mine.get(key))[:40]} where the panel has {str(shipped.get(key))[:40]})")
+        if voter in pinned and config.get("sha256") != pinned[voter]:
+            return (f"judge {step}: {shipped['name']}'s weights {str(config.get('sha256'))[:12]}… are not the "
+                    f"published ones ({pinned[voter][:12]}…)")
+    return None
