@@ -10,11 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import BenchmarkError
-from .base import Backend, utterance_texts
+from .base import Backend, Reach, utterance_texts
 
 
 class DetoxifyBackend(Backend):
     operations = frozenset({"classify"})
+    requests_go = Reach.LOCAL  # a checkpoint file on this machine
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
 
     def __init__(self, cfg, data_root: str | None = None):
