@@ -354,3 +354,23 @@ def test_packaging_never_silently_replaces_a_signed_card(compose, data_root, tmp
     assert submit_main([str(path.parent), "--to", str(root), "--replace"]) == 0
     assert f"replaced the card {out}" in capsys.readouterr().out
     assert "verification" not in json.loads(out.read_text())
+
+
+def test_packaging_and_export_read_no_samples_file_outside_the_run(compose, data_root, tmp_path):
+    """A run's samples file is read (and a torn last line cut) only inside the run's folder."""
+    from benchmark.export import to_inspect
+
+    _, path = run(compose("model=profanity-check", "task=diasafety"))
+    outside = tmp_path / "elsewhere.jsonl"
+    shutil.copy(path.parent / "samples.jsonl", outside)
+    with open(outside, "ab") as f:
+        f.write(b'{"id": "torn')  # a torn line that reading a run's samples would cut off
+    before = outside.read_bytes()
+    card = json.loads(path.read_text())
+    card["samples"]["file"] = str(outside)
+    path.write_text(json.dumps(card))
+    with pytest.raises(BenchmarkError, match="samples.file: .* leads outside"):
+        package(path.parent, tmp_path / "subs", str(data_root))
+    with pytest.raises(BenchmarkError, match="samples.file: .* leads outside"):
+        to_inspect(path.parent, tmp_path / "log.json")
+    assert outside.read_bytes() == before

@@ -23,7 +23,7 @@ import yaml
 
 from . import BenchmarkError, __version__
 from . import submissions as S
-from .files import write_json
+from .files import inside, write_json
 from .models import model_sha256
 from .models.base import Reach
 from .models.registry import backend_class
@@ -53,10 +53,10 @@ def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None =
     name, task = card["model"]["name"], card["task"]["name"]
     if not NAME.match(name):
         raise BenchmarkError(f"{card_path}: model.name {name!r} cannot name a folder; use letters, digits, . _ -")
-    samples = read_samples(run_dir / card["samples"]["file"])
+    samples_path = inside(run_dir, card["samples"]["file"], f"{card_path}: samples.file")
+    samples = read_samples(samples_path)
     if len(samples) != card["samples"]["n"]:
-        raise BenchmarkError(f"{run_dir / card['samples']['file']}: {len(samples)} samples; the card says "
-                             f"{card['samples']['n']}")
+        raise BenchmarkError(f"{samples_path}: {len(samples)} samples; the card says {card['samples']['n']}")
     card = scrub({k: v for k, v in card.items() if k != "verification"}, data_root)
     for entry in (card["model"], *card.get("judges", []), *([card["attacker"]] if "attacker" in card else [])):
         entry["config_sha256"] = model_sha256(model_config_node(entry["config"]))  # of the config as published
