@@ -114,6 +114,35 @@ def test_a_card_with_failed_requests_is_not_publishable(folder):
     assert any("error: 1 samples failed" in p for p in found), found
 
 
+def _listed_weights(card) -> str:
+    """The card lists weight files (as a run of a local model folder does); their fingerprint's sha256."""
+    from benchmark.models.weights import Fingerprint, WeightFile
+
+    files = (WeightFile("model.safetensors", 1234, "a" * 64),)
+    card["model"]["weights"] = {"sha256": Fingerprint(files).sha256, "files": [vars(f) for f in files]}
+    return card["model"]["weights"]["sha256"]
+
+
+def test_weights_a_card_lists_are_the_weights_its_config_pins(folder):
+    from benchmark.models import model_sha256
+    from benchmark.submissions.configs import model_config_node
+
+    assert problems_of(folder) == []  # the field is optional: a card without it, as every published one, is valid
+    edit_card(folder, _listed_weights)
+    assert any("model.config.sha256: does not pin the weights the card lists" in p for p in problems_of(folder))
+    edit_card(folder, lambda card: card["model"]["weights"].update(sha256="b" * 64))
+    assert any("model.weights.sha256: is not the hash of the files listed beside it" in p
+               for p in problems_of(folder))
+
+    def pinned(card):  # as packaging writes a run of a local model: the config pins the listed weights
+        card["model"]["config"]["sha256"] = _listed_weights(card)
+        card["model"]["config_sha256"] = model_sha256(model_config_node(card["model"]["config"]))
+        (folder / "model.yaml").write_text(yaml.safe_dump(card["model"]["config"], sort_keys=False))
+
+    edit_card(folder, pinned)
+    assert problems_of(folder) == []
+
+
 # ------------------------------------------------------------------------------------- configs and secrets
 
 

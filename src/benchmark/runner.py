@@ -28,7 +28,7 @@ from .hashing import sha256_json
 from .data import Records
 from .kinds import Kind, make_kind
 from .models import load_backend, model_sha256, pin_content
-from .models.registry import chunk_size
+from .models.registry import backend_class, chunk_size
 from .models.cached import CachedModel
 from .progress import Progress
 
@@ -308,6 +308,8 @@ class Plan:
     malformed: list  # {"id", "error"} of the records the task cannot score
     manifest: dict  # what the run folder belongs to: the configs' and data's hashes, the sample settings
     run_dir: Path
+    # the fingerprints of weights loaded from this machine (weights.Fingerprint, or None), as `hashes` is laid out
+    weights: dict
 
 
 @dataclass
@@ -339,6 +341,16 @@ def _check_settings(cfg) -> None:
         raise BenchmarkError(f"task {cfg.task.name}: better={cfg.task.better!r}; use higher or lower")
 
 
+def _weights(model_cfg, judge_cfgs: dict, attacker_cfg, pin: bool) -> dict:
+    """Each config's local weights, fingerprinted (each file hashed once: weights.hashed), as Plan.weights; none
+    for a preview (pin=False), which reads no weights."""
+    def of(config):
+        return backend_class(config).local_weights(config) if pin and config is not None else None
+
+    return {"model": of(model_cfg), "judges": {key: of(j) for key, j in judge_cfgs.items()},
+            "attacker": of(attacker_cfg)}
+
+
 def plan(cfg, pin: bool = True) -> Plan:
     """Stage 1: check the settings, compose the kind, pin and hash every model config, load and choose the records,
     render one record's templates, and name the run folder. Loads no model and writes nothing. `pin=False` (a
@@ -350,7 +362,7 @@ def plan(cfg, pin: bool = True) -> Plan:
     attacker_cfg = _attacker(cfg, kind)
     for config in (model_cfg, *judge_cfgs.values(), *([attacker_cfg] if attacker_cfg is not None else [])):
         if pin:
-            pin_content(config, cfg.data_root)
+            pin_content(config, cfg.data_root)  # local weights too: their fingerprint joins the config's hash
     from .schema import task_sha256
 
     hashes = {"model": model_sha256(model_cfg), "task": task_sha256(OmegaConf.to_container(task, resolve=True)),
@@ -382,7 +394,8 @@ def plan(cfg, pin: bool = True) -> Plan:
         identity["attacker_sha256"] = hashes["attacker"]
     # the default folder is named by the identity and the settings, as it always was
     return Plan(cfg, kind, voters, judge_cfgs, attacker_cfg, hashes, records, items, malformed,
-                {**identity, **sample_settings(cfg)}, run_dir_for(cfg, identity))
+                {**identity, **sample_settings(cfg)}, run_dir_for(cfg, identity),
+                _weights(model_cfg, judge_cfgs, attacker_cfg, pin))
 
 
 def execute(p: Plan) -> Execution:

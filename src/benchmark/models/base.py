@@ -38,10 +38,17 @@ class Backend:
         return cls.requests_go
 
     @classmethod
-    def content_sha256(cls, cfg, data_root: str | None) -> str | None:
-        """The hash of what decides the answers beyond the config (a replay's recorded file, a detector's weights),
-        for backends that read such content; None for the others."""
+    def local_weights(cls, cfg):
+        """The weights this config loads from a path on this machine, fingerprinted (weights.Fingerprint), for
+        backends that load weights from one; None for the others, and where a hub id or a package names them."""
         return None
+
+    @classmethod
+    def content_sha256(cls, cfg, data_root: str | None) -> str | None:
+        """The hash of what decides the answers beyond the config (local weights, a replay's recorded file, a
+        detector's trained folder), for backends that read such content; None for the others."""
+        weights = cls.local_weights(cfg)
+        return weights.sha256 if weights is not None else None
 
     @classmethod
     def content_source(cls, cfg) -> str:

@@ -33,6 +33,16 @@ class DetoxifyBackend(Backend):
         self.threshold = cfg.threshold
         self.batch_size = cfg.batch_size
 
+    @classmethod
+    def local_weights(cls, cfg):
+        from .weights import local_weights
+
+        return local_weights(cfg)  # the checkpoint file
+
+    @classmethod
+    def content_source(cls, cfg) -> str:
+        return f"the checkpoint {cfg.pretrained}"
+
     def classify(self, inputs):
         texts = utterance_texts(inputs, self.input)
         out = []

@@ -13,7 +13,7 @@ import os
 from .. import BenchmarkError
 from .base import Backend, Reach
 from .registry import LMEVAL_PREFIX
-from .weights import dequantised, load_error, locate
+from .weights import dequantised, load_error, local_weights, locate
 
 API_BACKENDS = {"local-chat-completions"}
 
@@ -178,6 +178,15 @@ class LMEvalBackend(Backend):
         if not cfg.backend.startswith(LMEVAL_PREFIX):
             return Reach.LOCAL
         return Reach.ENDPOINT if confinable(lmeval_class(cfg)) else Reach.ANYWHERE
+
+    @classmethod
+    def local_weights(cls, cfg):
+        """hf, vllm and lm-eval:NAME models whose `pretrained` is a folder or file here (not a hub id, not pip:)."""
+        return None if cfg.backend in API_BACKENDS else local_weights(cfg)
+
+    @classmethod
+    def content_source(cls, cfg) -> str:
+        return f"the weight files at {cfg.pretrained}"
 
     def __init__(self, cfg, data_root: str | None = None):
         from importlib.util import find_spec
