@@ -8,6 +8,10 @@ GGUF weights are dequantised by transformers on every load, which reads the file
 15 s for SmolLM2-135M on 2 cores). They are dequantised once instead, into an ordinary checkpoint folder under
 `$BENCHMARK_CACHE/weights/` (default `~/.cache/benchmark`), keyed by the file's content and the dtype; later loads
 read that folder (about a second), and `transformers serve` can serve it.
+
+Weights read from a path on this machine (a folder or a checkpoint file, not a hub id or pip:) are fingerprinted
+(`local_weights`: each weight file's name, size and sha256, each file hashed once per path, size and modification
+time), and the fingerprint is pinned into the config, so that changed weights get another config hash.
 """
 
 from __future__ import annotations
