@@ -7,7 +7,9 @@ reading and hashing the samples files and type-checking the configs' values. The
 (tests/test_submissions.py), not here: a folder given in $BENCHMARK_SUBMISSIONS is shown as the fast checks leave
 it. A card that fails a check, or that a table cannot hold, is listed with its reason and left out; a samples file
 that cannot be read is reported in the sample browser. Submitted text is shown only through elements that display
-it as text, or escaped by `esc` where an element renders Markdown.
+it as text, or escaped by `esc` (on one line) where an element renders Markdown; a file a card names is read
+only from inside the card's folder. The app listens on 127.0.0.1 unless told otherwise (.streamlit/config.toml
+beside it).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from urllib.parse import quote, urlencode
 
 import altair as alt
 import pandas as pd
@@ -30,7 +33,9 @@ for path in (REPO / "src", HERE):  # run from a checkout without installing the 
 
 import tables as T  # noqa: E402
 
+from benchmark import BenchmarkError  # noqa: E402
 from benchmark import submissions as S  # noqa: E402
+from benchmark.files import inside  # noqa: E402
 from benchmark.kinds import kind_class  # noqa: E402
 
 PAGES = ["Overview", "Tasks", "Models", "Submit"]
@@ -38,8 +43,11 @@ PAGE_SIZE = 50
 
 
 def esc(text) -> str:
-    """Submitted text inside Markdown: every Markdown and HTML character escaped."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", str(text))
+    """Submitted text inside Markdown, on one line: line breaks and other control characters made spaces (a line
+    break would let the text start a heading, a list or a code block of its own), then every Markdown and HTML
+    character escaped."""
+    flat = re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+", " ", str(text))
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", flat)
 
 
 def submissions_root() -> Path:
@@ -130,8 +138,8 @@ def inputs(task: dict, data_root: str) -> dict[str, dict]:
 
 
 def link(page: str, **params) -> str:
-    query = "&".join([f"page={page}"] + [f"{k}={v}" for k, v in params.items()])
-    return f"?{query}"
+    """A link to a page of the app; the values (submitted names) percent-encoded, so none can end the link."""
+    return "?" + urlencode({"page": page, **params}, quote_via=quote)
 
 
 def bars(frame: pd.DataFrame, title: str) -> alt.Chart:
@@ -257,6 +265,15 @@ def pick(label: str, names: list[str], param: str, key: str) -> str:
     return name
 
 
+def task_definition(name: str) -> Path | None:
+    """The file tasks/NAME.yaml, if there is one; None for a name that would lead outside tasks/."""
+    try:
+        path = inside(S.TASKS_DIR, f"{name}.yaml", "task")
+    except BenchmarkError:
+        return None
+    return path if path.is_file() else None
+
+
 def tasks_page(cards: list, registry: dict) -> None:
     names = sorted({c.card["task"]["name"] for c in cards}) or sorted(registry)
     if not names:
@@ -267,11 +284,12 @@ def tasks_page(cards: list, registry: dict) -> None:
     arrow = "higher is better" if task.get("better", "higher") == "higher" else "lower is better"
     st.title(f"Task: {esc(name)}")
     st.markdown(f"{esc(task.get('description', ''))}\n\nLanguage **{esc(task['language'])}**, kind "
-                f"**{esc(task['kind'])}**, headline **{esc(task['headline'])}** ({arrow}), version {task['version']}.")
+                f"**{esc(task['kind'])}**, headline **{esc(task['headline'])}** ({arrow}), version "
+                f"{esc(task['version'])}.")
     if task.get("citation"):
-        st.caption(task["citation"])
-    definition = S.TASKS_DIR / f"{name}.yaml"
-    if definition.is_file():
+        st.caption(esc(task["citation"]))
+    definition = task_definition(name)
+    if definition is not None:
         with st.expander(esc(f"Definition: tasks/{name}.yaml")):
             st.code(definition.read_text(encoding="utf-8"), language="yaml")
     on_task = [c for c in cards if c.card["task"]["name"] == name]

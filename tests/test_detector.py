@@ -231,6 +231,7 @@ def test_detoxify_backend_and_report_rows(detoxify_checkpoint, tiny_encoder, com
     assert set(sample["output"]["attributes"]) == {"toxicity", "insult"}
     assert sample["output"]["unsafe"] == (max(sample["output"]["attributes"].values()) > 0.5)
     assert card["dataset"]["n"] == 20
+    assert [f["name"] for f in card["model"]["weights"]["files"]] == ["tiny.ckpt"]  # a local checkpoint: named
 
     with pytest.raises(BenchmarkError, match="must be a local Detoxify checkpoint"):
         run(compose("model=detoxify", "task=diasafety", f"data_root={synthetic_root}"))

@@ -94,6 +94,45 @@ def test_another_config_into_the_same_output_folder_is_refused(compose, data_roo
         run(compose(f"output_dir={out}", "limit=3", "model.input=context+response"))
 
 
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
+@pytest.mark.parametrize("other, setting", [
+    ("limit=10", "limit (was null, this run has 10)"),
+    ("seed=7", "seed (was 1234, this run has 7)"),
+    ("ids=[0,1]", 'ids (was null, this run has ["0", "1"])'),
+    ("model.generation.max_new_tokens=16", "generation.max_new_tokens (was 32, this run has 16)"),
+])
+def test_a_run_with_other_sample_settings_never_touches_a_folders_samples(compose, data_root, tmp_path, other,
+                                                                          setting):
+    out = tmp_path / "full"
+    card, path = run(compose(f"output_dir={out}"))
+    samples, written = (out / "samples.jsonl").read_bytes(), path.read_bytes()
+    assert card["dataset"]["n"] == _lines(out / "samples.jsonl") == 1095
+    with pytest.raises(BenchmarkError) as e:
+        run(compose(f"output_dir={out}", other))
+    message = str(e.value)
+    assert f"output folder {out} holds a run with a different " in message and setting in message, message
+    assert "Give this run another output_dir" in message and "\n" not in message
+    assert (out / "samples.jsonl").read_bytes() == samples and path.read_bytes() == written
+    again, _ = run(compose(f"output_dir={out}"))  # the same settings resume as before: nothing asked again
+    assert again["run"]["resumed"] == 1095 and again["run"]["model_calls"] == 0
+
+
+def test_a_folder_from_before_the_settings_were_recorded_resumes_and_is_checked(compose, data_root, tmp_path):
+    out = tmp_path / "older"
+    run(compose(f"output_dir={out}", "limit=30"))
+    manifest = json.loads((out / "run.json").read_text())
+    older = {k: v for k, v in manifest.items() if k not in ("seed", "limit", "ids", "generation")}
+    (out / "run.json").write_text(json.dumps(older))
+    with pytest.raises(BenchmarkError, match=r"limit \(was 30, this run has 10\)"):  # its card says limit=30
+        run(compose(f"output_dir={out}", "limit=10"))
+    assert _lines(out / "samples.jsonl") == 30
+    card, _ = run(compose(f"output_dir={out}", "limit=30"))
+    assert card["run"]["resumed"] == 30 and json.loads((out / "run.json").read_text()) == manifest
+
+
 def test_malformed_records_are_counted_not_fatal(compose, tmp_path):
     root = tmp_path / "data"
     (root / "diasafety").mkdir(parents=True)

@@ -18,6 +18,7 @@ from urllib.parse import quote
 import pandas as pd
 import pytest
 
+from benchmark import BenchmarkError
 from benchmark import submissions as S
 from benchmark.submissions import configs
 from benchmark.submissions import samples as SF
@@ -618,6 +619,199 @@ def test_the_hosted_app_needs_only_its_requirements():
     missing = {m for m in third_party
                if not {d.lower().replace("_", "-") for d in dists.get(m, [m])} & installed}
     assert not missing, f"imported by the app's code but not installed by leaderboard/requirements.txt: {missing}"
+
+
+# --------------------------------------------------------------------------- your own runs, and what any card says
+
+
+def _run_folder(root: Path, name: str, edit=None) -> Path:
+    """A run folder made from the published profanity-check card (its samples beside it), edited by `edit`."""
+    folder = root / name
+    folder.mkdir(parents=True)
+    shutil.copy(S.SUBMISSIONS_DIR / "profanity-check" / "diasafety.samples.jsonl.gz", folder)
+    card = json.loads((S.SUBMISSIONS_DIR / "profanity-check" / "diasafety.json").read_text())
+    card.pop("verification")
+    if edit:
+        edit(card, folder)
+    (folder / "scorecard.json").write_text(json.dumps(card))
+    return folder
+
+
+SECRET = "a line of a file outside the run folder"
+
+
+def test_view_never_reads_a_samples_file_outside_the_run_folder(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    outside = tmp_path / "outside" / "secret.jsonl"
+    outside.parent.mkdir()
+    outside.write_text(json.dumps({"id": "0", "output": SECRET, "prediction": SECRET}) + "\n")
+    runs = tmp_path / "runs"
+
+    def names(file):
+        return lambda card, folder: card["samples"].update(file=file)
+
+    def linked(card, folder):
+        os.symlink(outside, folder / "samples.jsonl")
+        card["samples"]["file"] = "samples.jsonl"
+
+    _run_folder(runs, "absolute", names(str(outside)))
+    _run_folder(runs, "climbing", names("../../outside/secret.jsonl"))
+    _run_folder(runs, "symlinked", linked)
+    good = _run_folder(runs, "good")
+    loaded, _ = S.load_runs(runs)
+    assert [c.path.parent for c in loaded.cards] == [good]
+    assert sorted(Path(p.path).parent.name for p in loaded.rejected) == ["absolute", "climbing", "symlinked"]
+    assert all("leads outside" in p.message for p in loaded.rejected), loaded.rejected
+    with pytest.raises(BenchmarkError, match="leads outside"):
+        S.Card(good / "scorecard.json", {"samples": {"file": str(outside)}}, {}).samples_path
+
+    monkeypatch.setenv("BENCHMARK_RUNS", str(runs))
+    monkeypatch.delenv("BENCHMARK_DATA_ROOT", raising=False)
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.query_params["page"] = "Models"
+    at.query_params["model"] = "profanity-check [good]"
+    at.run()
+    at.toggle(key="show_texts").set_value(True).run()
+    assert not at.exception and len(at.dataframe[-1].value) == 50
+    assert len(at.sidebar.text) == 3  # the three, listed as rejected
+    shown = json.dumps([getattr(e, "value", None) for e in at.main], default=str)
+    assert SECRET not in shown
+
+
+def _hostile_task(card, folder):
+    task = card["task"]["config"]
+    task.update(name="custom-task", citation="**bold** [a link](https://evil)\n# a heading <b>html</b>",
+                version="2 [v](https://evil)\n===")
+    card["task"]["name"] = "custom-task"
+
+
+def test_view_escapes_a_run_cards_task_text(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    def link_breaking(card, folder):
+        card["task"]["name"] = card["task"]["config"]["name"] = "t) [x](https://evil"
+
+    runs = tmp_path / "runs"
+    _run_folder(runs, "hostile", _hostile_task)
+    _run_folder(runs, "link-breaking", link_breaking)
+    monkeypatch.setenv("BENCHMARK_RUNS", str(runs))
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    notes = next(m.value for m in at.markdown if "t\\) " in m.value)
+    assert notes.endswith("[Task page and definition](?page=Tasks&task=t%29%20%5Bx%5D%28https%3A%2F%2Fevil)"), notes
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.query_params["page"] = "Tasks"
+    at.query_params["task"] = "custom-task"
+    at.run()
+    assert not at.exception and at.title[0].value == r"Task: custom\-task"
+    texts = [c.value for c in at.caption] + [m.value for m in at.markdown if "version" in m.value]
+    citation = next(t for t in texts if "bold" in t)
+    assert citation == r"\*\*bold\*\* \[a link\]\(https\://evil\) \# a heading \<b\>html\</b\>"
+    version = next(t for t in texts if "version" in t)
+    assert version.endswith(r"version 2 \[v\]\(https\://evil\) ===.")
+    for text in (citation, version.rsplit("version", 1)[1]):
+        assert "\n" not in text and not re.search(r"(?<!\\)[<>\[\]()*#]", text)
+
+
+def test_a_task_name_never_leads_the_board_outside_tasks(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    def climbing(card, folder):
+        card["task"]["name"] = card["task"]["config"]["name"] = "../conf/config"  # conf/config.yaml exists
+
+    runs = tmp_path / "runs"
+    _run_folder(runs, "climbing", climbing)
+    monkeypatch.setenv("BENCHMARK_RUNS", str(runs))
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.query_params["page"] = "Tasks"
+    at.query_params["task"] = "../conf/config"
+    at.run()
+    assert not at.exception and at.title[0].value.startswith("Task: ")
+    assert not [e.label for e in at.main.get("expander") if "Definition" in e.label]
+    assert not at.code  # no file's text
+
+
+def test_line_breaks_in_samples_stay_on_one_line_in_captions(tmp_path, monkeypatch):
+    """A judgement's key is the sample's own: a line break in it must not start a heading or a list in a caption."""
+    from streamlit.testing.v1 import AppTest
+
+    root = tmp_path / "subs"
+    _dialogue_card(root / "dialogue-breaks")
+    path = root / "dialogue-breaks" / "toxicchat.samples.jsonl.gz"
+    samples = SF.read_samples(path)
+    for sample in samples:
+        for turn in sample["turns"]:
+            turn["judgements"] = {f"utterance\n# a heading\n- a list\n===": v for v in turn["judgements"].values()}
+    card = json.loads((root / "dialogue-breaks" / "toxicchat.json").read_text())
+    card["samples"]["sha256"] = SF.write_samples(samples, path)
+    (root / "dialogue-breaks" / "toxicchat.json").write_text(json.dumps(card))
+    monkeypatch.setenv("BENCHMARK_SUBMISSIONS", str(root))
+    monkeypatch.delenv("BENCHMARK_DATA_ROOT", raising=False)
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.query_params["page"] = "Models"
+    at.query_params["model"] = "dialogue-breaks"
+    at.run()
+    at.toggle(key="show_texts").set_value(True).run()
+    assert not at.exception
+    captions = [m.caption[0].value for m in at.chat_message if m.name == "assistant"]
+    assert captions and all("utterance \\# a heading \\- a list ===" in c for c in captions), captions
+    assert not any("\n" in c for c in captions)
+
+
+def _listening(port: int) -> set[str]:
+    """The local addresses that listen on `port` (Linux: /proc/net/tcp and tcp6)."""
+    import ipaddress
+
+    found = set()
+    for table, size in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
+        if not Path(table).exists():
+            continue
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                raw = bytes.fromhex(address)
+                raw = b"".join(raw[i:i + 4][::-1] for i in range(0, size, 4))  # each 32-bit word is little-endian
+                found.add(str(ipaddress.ip_address(raw)))
+    return found
+
+
+@pytest.mark.parametrize("command", ["board", "view"])
+def test_the_board_and_the_viewer_listen_on_this_machine_only(command, tmp_path):
+    if not Path("/proc/net/tcp").exists():
+        pytest.skip("reads the listening sockets from /proc/net (Linux)")
+    port = _free_port()
+    _run_folder(tmp_path / "runs", "a-run")
+    argv = ([sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port), "--server.headless",
+             "true", "--browser.gatherUsageStats", "false"] if command == "board" else
+            [sys.executable, "-m", "benchmark", "view", str(tmp_path / "runs"), "--port", str(port), "--no-browser"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLIT_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), *filter(None, [env.get("PYTHONPATH")])])  # this checkout
+    with open(tmp_path / "server.log", "w") as log:
+        server = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not _listening(port):
+            time.sleep(0.2)
+        assert _listening(port) == {"127.0.0.1"}, (tmp_path / "server.log").read_text()[-2000:]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+def test_view_serves_publicly_only_when_asked(tmp_path, monkeypatch, capsys):
+    from benchmark import tools
+
+    _run_folder(tmp_path / "runs", "a-run")
+    commands = []
+    monkeypatch.setattr(tools.subprocess, "call", lambda command, env: commands.append(command) or 0)
+    assert tools.view([str(tmp_path / "runs"), "--no-browser"]) == 0
+    assert tools.view([str(tmp_path / "runs"), "--address", "0.0.0.0", "--port", "8600"]) == 0
+    addresses = [c[c.index("--server.address") + 1] for c in commands]
+    assert addresses == ["127.0.0.1", "0.0.0.0"]
+    assert "http://0.0.0.0:8600" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------------------------------------ a real browser

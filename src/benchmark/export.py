@@ -20,6 +20,7 @@ from . import BenchmarkError
 
 
 def _run(folder: Path) -> tuple[dict, list[dict]]:
+    from .files import inside
     from .runner import read_samples
     from .submissions import read_card
 
@@ -27,7 +28,8 @@ def _run(folder: Path) -> tuple[dict, list[dict]]:
     if not card_path.is_file():
         raise BenchmarkError(f"{folder}: no scorecard.json; export a finished run's folder")
     card = read_card(card_path)
-    return card, list(read_samples(folder / card["samples"]["file"]).values())
+    samples = inside(folder, card["samples"]["file"], f"{card_path}: samples.file")
+    return card, list(read_samples(samples).values())
 
 
 def _messages(sample: dict) -> list:

@@ -33,3 +33,17 @@ def _sync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def inside(folder: Path, name, what: str) -> Path:
+    """`name` (a file a card names) within `folder`, resolved: a path that leads outside it (absolute, with .., or
+    through a symlink that points out) is refused, so a card never makes its reader open another file."""
+    from . import BenchmarkError
+
+    if not isinstance(name, str) or not name:
+        raise BenchmarkError(f"{what}: {name!r} is not a file name inside {folder}")
+    base = Path(folder).resolve()
+    target = (base / name).resolve()
+    if target == base or not target.is_relative_to(base):
+        raise BenchmarkError(f"{what}: {name!r} leads outside {folder}; only files inside it are read")
+    return target

@@ -28,7 +28,7 @@ from .hashing import sha256_json
 from .data import Records
 from .kinds import Kind, make_kind
 from .models import load_backend, model_sha256, pin_content
-from .models.registry import chunk_size
+from .models.registry import backend_class, chunk_size
 from .models.cached import CachedModel
 from .progress import Progress
 
@@ -131,17 +131,67 @@ def _lock(run_dir: Path):
     return lock
 
 
+# the settings beside the configs' hashes that change a run's samples (seed: of every sampled request; limit, ids:
+# which records; generation: the model's): a run folder's samples were made with one of each
+SAMPLE_SETTINGS = ("seed", "limit", "ids", "generation")
+
+
+def sample_settings(cfg) -> dict:
+    return {"seed": cfg.seed, "limit": cfg.limit, "ids": sorted(str(i) for i in cfg.ids) if cfg.ids else None,
+            "generation": OmegaConf.to_container(cfg.model.generation, resolve=True)}
+
+
+def _card_settings(run_dir: Path) -> dict:
+    """The sample settings a folder's card shows (a folder whose run.json was written before they were recorded)."""
+    path = run_dir / "scorecard.json"
+    card = _read_json(path) if path.exists() else {}
+    run, model = card.get("run") or {}, card.get("model") or {}
+    found = {k: run[k] for k in ("seed", "limit") if k in run}
+    generation = (model.get("config") or {}).get("generation")
+    if generation is not None:
+        found["generation"] = generation
+    return found
+
+
+def _shown(value) -> str:
+    if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value):
+        return value[:12] + "…"  # a hash
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _differences(old: dict, new: dict) -> list[str]:
+    """Each setting that differs, with the folder's value and this run's (a mapping's keys one by one)."""
+    out = []
+    for key, value in new.items():
+        before = old.get(key)
+        if before == value:
+            continue
+        if isinstance(before, dict) and isinstance(value, dict):
+            out += [f"{key}.{k} (was {_shown(before.get(k))}, this run has {_shown(value.get(k))})"
+                    for k in sorted(set(before) | set(value), key=str) if before.get(k) != value.get(k)]
+        else:
+            out.append(f"{key} (was {_shown(before)}, this run has {_shown(value)})")
+    return out
+
+
 def _check_manifest(run_dir: Path, manifest: dict) -> None:
+    """A folder holds the samples of one model, task, data, suite version and set of sample settings: a run with
+    other ones stops, naming each, before it could mix its samples in or cut the folder's to its own records."""
     path = run_dir / "run.json"
-    if path.exists():
-        old = _read_json(path)
-        changed = [k for k in manifest if old.get(k) != manifest[k]]
-        if changed:
-            raise BenchmarkError(
-                f"output folder {run_dir} holds a run with a different {', '.join(changed)}; "
-                "choose another output_dir or remove that folder"
-            )
-    else:
+    if not path.exists():
+        write_json(path, manifest)
+        return
+    old = _read_json(path)
+    unrecorded = [k for k in SAMPLE_SETTINGS if k in manifest and k not in old]
+    if unrecorded:  # written before the settings were recorded: the folder's card says what it ran with
+        old = {**{k: manifest[k] for k in unrecorded}, **_card_settings(run_dir), **old}
+    changed = _differences(old, manifest)
+    if changed:
+        raise BenchmarkError(
+            f"output folder {run_dir} holds a run with a different {'; '.join(changed)}; a run into it would mix "
+            "its samples with those or replace them. Give this run another output_dir (or remove that folder to "
+            "start again); the folder is left as it is")
+    if unrecorded:
         write_json(path, manifest)
 
 
@@ -256,8 +306,10 @@ class Plan:
     records: Records  # the task's records as loaded
     items: list  # the records this run evaluates (ids=, limit= applied)
     malformed: list  # {"id", "error"} of the records the task cannot score
-    manifest: dict  # what the run folder belongs to
+    manifest: dict  # what the run folder belongs to: the configs' and data's hashes, the sample settings
     run_dir: Path
+    # the fingerprints of weights loaded from this machine (weights.Fingerprint, or None), as `hashes` is laid out
+    weights: dict
 
 
 @dataclass
@@ -289,6 +341,16 @@ def _check_settings(cfg) -> None:
         raise BenchmarkError(f"task {cfg.task.name}: better={cfg.task.better!r}; use higher or lower")
 
 
+def _weights(model_cfg, judge_cfgs: dict, attacker_cfg, pin: bool) -> dict:
+    """Each config's local weights, fingerprinted (each file hashed once: weights.hashed), as Plan.weights; none
+    for a preview (pin=False), which reads no weights."""
+    def of(config):
+        return backend_class(config).local_weights(config) if pin and config is not None else None
+
+    return {"model": of(model_cfg), "judges": {key: of(j) for key, j in judge_cfgs.items()},
+            "attacker": of(attacker_cfg)}
+
+
 def plan(cfg, pin: bool = True) -> Plan:
     """Stage 1: check the settings, compose the kind, pin and hash every model config, load and choose the records,
     render one record's templates, and name the run folder. Loads no model and writes nothing. `pin=False` (a
@@ -300,7 +362,7 @@ def plan(cfg, pin: bool = True) -> Plan:
     attacker_cfg = _attacker(cfg, kind)
     for config in (model_cfg, *judge_cfgs.values(), *([attacker_cfg] if attacker_cfg is not None else [])):
         if pin:
-            pin_content(config, cfg.data_root)
+            pin_content(config, cfg.data_root)  # local weights too: their fingerprint joins the config's hash
     from .schema import task_sha256
 
     hashes = {"model": model_sha256(model_cfg), "task": task_sha256(OmegaConf.to_container(task, resolve=True)),
@@ -324,14 +386,16 @@ def plan(cfg, pin: bool = True) -> Plan:
               "(pinned.sha256); the score card says so", file=sys.stderr)
     kind.preflight(items[0])
     # a new suite version may parse answers differently: it starts a new run (the response cache still answers)
-    manifest = {"model_sha256": hashes["model"], "task_sha256": hashes["task"], "data_sha256": records.sha256,
+    identity = {"model_sha256": hashes["model"], "task_sha256": hashes["task"], "data_sha256": records.sha256,
                 "benchmark_version": __version__}
     if hashes["judges"]:
-        manifest["judge_sha256"] = hashes["judges"]
+        identity["judge_sha256"] = hashes["judges"]
     if hashes["attacker"]:
-        manifest["attacker_sha256"] = hashes["attacker"]
-    return Plan(cfg, kind, voters, judge_cfgs, attacker_cfg, hashes, records, items, malformed, manifest,
-                run_dir_for(cfg, manifest))
+        identity["attacker_sha256"] = hashes["attacker"]
+    # the default folder is named by the identity and the settings, as it always was
+    return Plan(cfg, kind, voters, judge_cfgs, attacker_cfg, hashes, records, items, malformed,
+                {**identity, **sample_settings(cfg)}, run_dir_for(cfg, identity),
+                _weights(model_cfg, judge_cfgs, attacker_cfg, pin))
 
 
 def execute(p: Plan) -> Execution:

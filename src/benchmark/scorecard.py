@@ -63,6 +63,11 @@ def git_commit() -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+def _weights(fingerprint) -> dict:
+    """A model entry's `weights`: the files it loaded from this machine (weights.Fingerprint), where it did."""
+    return {"weights": fingerprint.as_card()} if fingerprint is not None else {}
+
+
 def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, started_at: str, wall: float,
              overrides: list[str] | None = None) -> dict:
     """A run's score card (the shape scorecard.schema.json declares) from its plan (runner.Plan), what executing
@@ -81,7 +86,7 @@ def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, sta
                  "config": OmegaConf.to_container(task, resolve=True)},
         "model": {"name": model_cfg.name, "backend": model_cfg.backend, "config_sha256": plan.hashes["model"],
                   "metadata": OmegaConf.to_container(model_cfg.metadata, resolve=True),
-                  "config": OmegaConf.to_container(model_cfg, resolve=True)},
+                  "config": OmegaConf.to_container(model_cfg, resolve=True), **_weights(plan.weights["model"])},
         "dataset": {"source": records.source, "split": records.split, "n": len(plan.items),
                     "n_total": len(records.items) + len(records.malformed), "sha256": records.sha256,
                     "sha256_matches_task": None if not known_sha else records.sha256 == known_sha,
@@ -89,12 +94,14 @@ def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, sta
         "judges": [
             {"step": step, "voter": key, "name": judge_cfgs[key].name, "backend": judge_cfgs[key].backend,
              "config_sha256": plan.hashes["judges"][key], **plan.kind.describe_step(step),
-             "config": OmegaConf.to_container(judge_cfgs[key], resolve=True), **done.judge_facts.get(key, {})}
+             "config": OmegaConf.to_container(judge_cfgs[key], resolve=True), **done.judge_facts.get(key, {}),
+             **_weights(plan.weights["judges"].get(key))}
             for step, keys in plan.voters.items() for key in keys
         ],
         **({"attacker": {"name": attacker_cfg.name, "backend": attacker_cfg.backend,
                          "config_sha256": plan.hashes["attacker"],
-                         "config": OmegaConf.to_container(attacker_cfg, resolve=True)}} if attacker_cfg else {}),
+                         "config": OmegaConf.to_container(attacker_cfg, resolve=True),
+                         **_weights(plan.weights["attacker"])}} if attacker_cfg else {}),
         **({"judging_validation": done.validation} if done.validation is not None else {}),
         "metrics": metrics,
         "breakdown": breakdown,

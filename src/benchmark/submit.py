@@ -23,9 +23,10 @@ import yaml
 
 from . import BenchmarkError, __version__
 from . import submissions as S
-from .files import write_json
+from .files import inside, write_json
 from .models import model_sha256
-from .models.registry import calls_over_http
+from .models.base import Reach
+from .models.registry import backend_class
 from .submissions.base import NAME, capped
 from .submissions.configs import model_config_node, read_yaml
 from .submissions.privacy import scrub
@@ -52,10 +53,10 @@ def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None =
     name, task = card["model"]["name"], card["task"]["name"]
     if not NAME.match(name):
         raise BenchmarkError(f"{card_path}: model.name {name!r} cannot name a folder; use letters, digits, . _ -")
-    samples = read_samples(run_dir / card["samples"]["file"])
+    samples_path = inside(run_dir, card["samples"]["file"], f"{card_path}: samples.file")
+    samples = read_samples(samples_path)
     if len(samples) != card["samples"]["n"]:
-        raise BenchmarkError(f"{run_dir / card['samples']['file']}: {len(samples)} samples; the card says "
-                             f"{card['samples']['n']}")
+        raise BenchmarkError(f"{samples_path}: {len(samples)} samples; the card says {card['samples']['n']}")
     card = scrub({k: v for k, v in card.items() if k != "verification"}, data_root)
     for entry in (card["model"], *card.get("judges", []), *([card["attacker"]] if "attacker" in card else [])):
         entry["config_sha256"] = model_sha256(model_config_node(entry["config"]))  # of the config as published
@@ -122,24 +123,31 @@ def _roles(card: dict) -> dict[str, dict]:
 
 
 def _maintainers_endpoints(card: dict, endpoints: dict[str, str], key_envs: dict[str, str]) -> dict[str, dict]:
-    """The card's configs with every HTTP endpoint and key the verifier's own: a submitted base_url or api_key_env is
-    never used, so no submission chooses where a maintainer's credentials go."""
+    """The card's configs with every endpoint and key the verifier's own: each backend declares where its requests
+    go (Backend.reach); one that calls out gets the verifier's --endpoint and --key-env in place of the card's
+    base_url and api_key_env, and one that would call out where it decides is not run. So no submission chooses
+    where a maintainer's credentials go."""
     roles = _roles(card)
     unknown = sorted((set(endpoints) | set(key_envs)) - set(roles))
     if unknown:
         raise BenchmarkError(f"--endpoint/--key-env for {unknown}: this card's roles are {sorted(roles)}")
     out = {}
     for role, config in roles.items():
-        config = dict(config)
-        if calls_over_http(config):
+        node = model_config_node(config)
+        reach = backend_class(node).reach(node)
+        what = f"the card's {role} ({config.get('name')}, backend {config.get('backend')})"
+        if reach is Reach.ANYWHERE:
+            raise BenchmarkError(f"{what} may call out over the network wherever its backend decides, with keys it "
+                                 "finds itself; verify runs a card only against endpoints and keys you name, so it "
+                                 "cannot re-run this one")
+        if reach is Reach.ENDPOINT:
             if role not in endpoints:
-                raise BenchmarkError(f"the card's {role} ({config.get('name')}) is called over HTTP; give the endpoint "
-                                     f"to verify it with: --endpoint {role}=URL, and --key-env {role}=VARIABLE if it "
-                                     "needs a key (the card's own base_url and api_key_env are never used)")
-            config.update(base_url=endpoints[role], api_key_env=key_envs.get(role))
+                raise BenchmarkError(f"{what} calls out over the network; give the endpoint to verify it with: "
+                                     f"--endpoint {role}=URL, and --key-env {role}=VARIABLE if it needs a key (the "
+                                     "card's own base_url and api_key_env are never used)")
+            config = {**config, "base_url": endpoints[role], "api_key_env": key_envs.get(role)}
         elif role in endpoints or role in key_envs:
-            raise BenchmarkError(f"the card's {role} ({config.get('name')}) is not called over HTTP; it takes no "
-                                 "--endpoint or --key-env")
+            raise BenchmarkError(f"{what} runs on this machine; it takes no --endpoint or --key-env")
         out[role] = config
     return out
 

@@ -20,6 +20,9 @@ def view(argv: list[str]) -> int:
                                 description="The leaderboard's pages over your run folders (limited runs included)")
     p.add_argument("folder", nargs="?", default="results", type=Path)
     p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--address", default="127.0.0.1",
+                   help="the address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every network "
+                        "interface, so anyone who can reach this machine sees your runs)")
     p.add_argument("--no-browser", action="store_true", help="serve only; open the address yourself")
     args = p.parse_args(argv)
     folder = args.folder.expanduser().resolve()
@@ -27,8 +30,10 @@ def view(argv: list[str]) -> int:
         raise BenchmarkError(f"{args.folder}: no run folder (no scorecard.json) under it; run something first, or "
                              "name the folder your runs went to")
     command = [sys.executable, "-m", "streamlit", "run", str(LEADERBOARD_APP), "--server.port", str(args.port),
-               "--server.headless", str(args.no_browser).lower(), "--browser.gatherUsageStats", "false"]
-    print(f"your runs in {folder}: http://localhost:{args.port} (Ctrl-C stops)", flush=True)
+               "--server.address", args.address, "--server.headless", str(args.no_browser).lower(),
+               "--browser.gatherUsageStats", "false"]
+    host = "localhost" if args.address in ("127.0.0.1", "localhost") else args.address
+    print(f"your runs in {folder}: http://{host}:{args.port} (Ctrl-C stops)", flush=True)
     try:
         return subprocess.call(command, env={**os.environ, "BENCHMARK_RUNS": str(folder)})
     except KeyboardInterrupt:

@@ -1,6 +1,16 @@
-"""What every backend offers: some of generate, loglikelihood and classify."""
+"""What every backend offers: some of generate, loglikelihood and classify, and where its requests go."""
 
 from __future__ import annotations
+
+from enum import Enum
+
+
+class Reach(str, Enum):
+    """Where a backend's requests may go, and with which key (Backend.reach)."""
+
+    LOCAL = "local"  # nowhere a config names: the model runs on this machine (weights may come from the hub)
+    ENDPOINT = "endpoint"  # only to the config's base_url, with only the key its api_key_env names (or none)
+    ANYWHERE = "anywhere"  # wherever the backend or its library decides, with keys it finds itself
 
 
 class Backend:
@@ -16,12 +26,29 @@ class Backend:
     # the shape of this backend's answers, part of every cached answer's key: change it when the shape changes, so
     # answers cached in the old shape are never read as the new one ("" for text answers: the model's own words)
     answer_shape: str = ""
+    # where this backend's requests go (Reach). A backend that does not say is taken to call out wherever it decides,
+    # so `submit verify` never runs it with a maintainer's credentials; one whose answer depends on its config
+    # overrides reach()
+    requests_go: Reach = Reach.ANYWHERE
+
+    @classmethod
+    def reach(cls, cfg) -> Reach:
+        """Where this config's requests go: LOCAL, ENDPOINT (cfg.base_url only, with only the key cfg.api_key_env
+        names) or ANYWHERE."""
+        return cls.requests_go
+
+    @classmethod
+    def local_weights(cls, cfg):
+        """The weights this config loads from a path on this machine, fingerprinted (weights.Fingerprint), for
+        backends that load weights from one; None for the others, and where a hub id or a package names them."""
+        return None
 
     @classmethod
     def content_sha256(cls, cfg, data_root: str | None) -> str | None:
-        """The hash of what decides the answers beyond the config (a replay's recorded file, a detector's weights),
-        for backends that read such content; None for the others."""
-        return None
+        """The hash of what decides the answers beyond the config (local weights, a replay's recorded file, a
+        detector's trained folder), for backends that read such content; None for the others."""
+        weights = cls.local_weights(cfg)
+        return weights.sha256 if weights is not None else None
 
     @classmethod
     def content_source(cls, cfg) -> str:

@@ -7,11 +7,12 @@ import json
 from .. import BenchmarkError
 from ..detector import ABBREVIATIONS, CATEGORIES, EVALUATION
 from ..detector.model import Detector
-from .base import Backend
+from .base import Backend, Reach
 
 
 class DiaSafetyDetector(Backend):
     operations = frozenset({"classify"})
+    requests_go = Reach.LOCAL  # a trained detector on this machine
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
 
     def __init__(self, cfg, data_root: str | None = None):

@@ -10,11 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import BenchmarkError
-from .base import Backend, utterance_texts
+from .base import Backend, Reach, utterance_texts
 
 
 class DetoxifyBackend(Backend):
     operations = frozenset({"classify"})
+    requests_go = Reach.LOCAL  # a checkpoint file on this machine
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
 
     def __init__(self, cfg, data_root: str | None = None):
@@ -31,6 +32,16 @@ class DetoxifyBackend(Backend):
         self.input = cfg.input
         self.threshold = cfg.threshold
         self.batch_size = cfg.batch_size
+
+    @classmethod
+    def local_weights(cls, cfg):
+        from .weights import local_weights
+
+        return local_weights(cfg)  # the checkpoint file
+
+    @classmethod
+    def content_source(cls, cfg) -> str:
+        return f"the checkpoint {cfg.pretrained}"
 
     def classify(self, inputs):
         texts = utterance_texts(inputs, self.input)

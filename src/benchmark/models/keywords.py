@@ -7,11 +7,12 @@ Phrases match case-insensitively anywhere in the named input part (for Chinese a
 from __future__ import annotations
 
 from .. import BenchmarkError
-from .base import Backend
+from .base import Backend, Reach
 
 
 class Keywords(Backend):
     operations = frozenset({"classify"})
+    requests_go = Reach.LOCAL  # phrases in its config
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
 
     def __init__(self, cfg, data_root: str | None = None):

@@ -11,11 +11,51 @@ from __future__ import annotations
 import os
 
 from .. import BenchmarkError
-from .base import Backend
+from .base import Backend, Reach
 from .registry import LMEVAL_PREFIX
-from .weights import dequantised, load_error, locate
+from .weights import dequantised, load_error, local_weights, locate
 
 API_BACKENDS = {"local-chat-completions"}
+
+
+def api_key(cfg) -> str | None:
+    """The key the config's api_key_env names, the only key its requests carry (none without one)."""
+    if not cfg.api_key_env:
+        return None
+    key = os.environ.get(cfg.api_key_env)
+    if not key:
+        raise BenchmarkError(f"model {cfg.name}: environment variable {cfg.api_key_env} (model.api_key_env) is not set")
+    return key
+
+
+def lmeval_class(cfg) -> type:
+    """The class lm-eval registered as NAME, for backend lm-eval:NAME."""
+    from lm_eval.api.registry import get_model
+
+    name = cfg.backend.removeprefix(LMEVAL_PREFIX)
+    try:
+        return get_model(name)
+    except Exception as e:  # a broken install, an unknown name
+        raise BenchmarkError(f"model {cfg.name}: lm-eval backend {name!r} is unavailable: {e}") from None
+
+
+def confinable(cls) -> bool:
+    """An lm-eval API client that sends every request itself, to its base_url with its own headers (lm-eval's
+    TemplateAPI: the OpenAI-style clients): made to carry only the config's key (`confined`), it calls out only
+    where its config says. Any other lm-eval model may call out through a library of its own, with the keys that
+    library finds (litellm, Anthropic's and IBM's SDKs, TextSynth), or is of a kind nothing here can tell apart."""
+    from lm_eval.models.api_models import TemplateAPI
+
+    return isinstance(cls, type) and issubclass(cls, TemplateAPI) and all(
+        getattr(cls, attr) is getattr(TemplateAPI, attr) for attr in ("model_call", "amodel_call", "header"))
+
+
+def confined(cls: type, key: str | None) -> type:
+    """lm-eval's API client whose requests carry `key` (the config's api_key_env) or no key at all: lm-eval's own
+    would read $OPENAI_API_KEY (or another provider's variable) and send it wherever base_url points."""
+    header = {"Authorization": f"Bearer {key}"} if key else {}
+    return type(cls.__name__, (cls,), {"api_key": property(lambda self: key or ""),
+                                       "header": property(lambda self: dict(header))})
 
 
 def _backend_kwargs(cfg) -> dict:
@@ -36,10 +76,8 @@ def _backend_kwargs(cfg) -> dict:
             tokenized_requests=False,
             max_gen_toks=cfg.generation.max_new_tokens,
         )
-        if cfg.api_key_env:
-            key = os.environ.get(cfg.api_key_env)
-            if not key:
-                raise BenchmarkError(f"model {cfg.name}: environment variable {cfg.api_key_env} (model.api_key_env) is not set")
+        key = api_key(cfg)
+        if key:
             kwargs["header"] = {"Authorization": f"Bearer {key}"}
     elif cfg.backend.startswith(LMEVAL_PREFIX):  # lm-eval's own model: the config names its model, the rest is args
         kwargs = {k: v for k, v in (("pretrained", cfg.pretrained), ("model", cfg.served_model),
@@ -131,6 +169,25 @@ VLLM_MISSING = (
 
 class LMEvalBackend(Backend):
 
+    @classmethod
+    def reach(cls, cfg) -> Reach:
+        """hf and vllm run here; local-chat-completions calls its base_url alone; an lm-eval:NAME model, as its class
+        allows (confinable)."""
+        if cfg.backend in API_BACKENDS:
+            return Reach.ENDPOINT
+        if not cfg.backend.startswith(LMEVAL_PREFIX):
+            return Reach.LOCAL
+        return Reach.ENDPOINT if confinable(lmeval_class(cfg)) else Reach.ANYWHERE
+
+    @classmethod
+    def local_weights(cls, cfg):
+        """hf, vllm and lm-eval:NAME models whose `pretrained` is a folder or file here (not a hub id, not pip:)."""
+        return None if cfg.backend in API_BACKENDS else local_weights(cfg)
+
+    @classmethod
+    def content_source(cls, cfg) -> str:
+        return f"the weight files at {cfg.pretrained}"
+
     def __init__(self, cfg, data_root: str | None = None):
         from importlib.util import find_spec
 
@@ -142,14 +199,10 @@ class LMEvalBackend(Backend):
 
             self.operations = frozenset({"generate"})  # a chat API gives no log-likelihoods or context length
         else:
-            from lm_eval.api.registry import get_model
-
-            name = cfg.backend.removeprefix(LMEVAL_PREFIX)
-            try:
-                cls = get_model(name)
-            except Exception as e:  # a broken install, an unknown name
-                raise BenchmarkError(f"model {cfg.name}: lm-eval backend {name!r} is unavailable: {e}") from None
             generic = cfg.backend.startswith(LMEVAL_PREFIX)
+            cls = lmeval_class(cfg)
+            if generic and confinable(cls):
+                cls = confined(cls, api_key(cfg))
             self.operations = frozenset({"generate", "loglikelihood", *(() if generic else ("overflow",))})
         self.cfg = cfg
         self._generator = None  # backend hf: the prefix-caching generator, made on first use

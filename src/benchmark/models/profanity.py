@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from .. import BenchmarkError
-from .base import Backend, utterance_texts
+from .base import Backend, Reach, utterance_texts
 
 _INPUTS = ("response", "context+response")
 
 
 class ProfanityCheck(Backend):
     operations = frozenset({"classify"})
+    requests_go = Reach.LOCAL  # a classifier shipped in a package
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
 
     def __init__(self, cfg, data_root: str | None = None):

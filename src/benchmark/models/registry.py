@@ -59,10 +59,5 @@ def backend_class(cfg) -> type[Backend]:
     return cls
 
 
-def calls_over_http(config: dict) -> bool:
-    """A model config whose requests go to an HTTP endpoint (its key, if any, goes with them)."""
-    return bool(config.get("base_url")) or config.get("backend") == "local-chat-completions"
-
-
 def chunk_size(backend: str) -> int:
     return CHUNK_SIZES.get(backend, DEFAULT_CHUNK_SIZE)

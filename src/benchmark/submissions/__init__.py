@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import BenchmarkError
+from ..files import inside
 from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MODEL_FILE, SAMPLES_SUFFIX, SUBMISSIONS_DIR,
                    TASKS_DIR, Problem, capped, task_registry)
 from .configs import check_model_config, read_yaml
@@ -43,7 +44,8 @@ class Card:
 
     @property
     def samples_path(self) -> Path:
-        return self.path.parent / self.card["samples"]["file"]
+        """The card's samples file, inside the card's folder (BenchmarkError for a name that leads outside it)."""
+        return inside(self.path.parent, self.card["samples"]["file"], f"{self.path}: samples.file")
 
 
 @dataclass
@@ -142,18 +144,21 @@ def load_folder(folder: Path, thorough: bool = False, allow_remote_code: bool = 
 
 def load_runs(root: Path) -> tuple[Loaded, dict]:
     """Your own run folders under root (results/<model>/<task>/<run>/, or any folder holding scorecard.json), for
-    `python -m benchmark view`: cards as the runs wrote them, not checked as submissions are (they are yours), and
-    each labelled "<model> [<run>, limit N]" so that several runs of one model, limited ones too, stand apart. Also
-    the tasks the cards ran: the registry's, or the card's own copy of a task the registry does not know."""
+    `python -m benchmark view`: cards as the runs wrote them, not checked as submissions are (they are yours), but
+    never one whose samples file leads outside its folder; each labelled "<model> [<run>, limit N]" so that several
+    runs of one model, limited ones too, stand apart. Also the tasks the cards ran: the registry's, or the card's
+    own copy of a task the registry does not know."""
     out, registry = Loaded(), dict(task_registry())
     for path in sorted(Path(root).rglob("scorecard.json")):
         try:
             card = read_card(path)
+            entry = Card(path, card, card["model"].get("config") or {})
+            entry.samples_path  # raises for a samples file outside the run's folder: it is never read
             limit = card["run"].get("limit")
             card["model"]["name"] = (f"{card['model']['name']} [{path.parent.name}"
                                      + (f", limit {limit}" if limit is not None else "") + "]")
             registry.setdefault(card["task"]["name"], card["task"].get("config") or {})
-            out.cards.append(Card(path, card, card["model"].get("config") or {}))
-        except (BenchmarkError, KeyError, TypeError) as e:
+            out.cards.append(entry)
+        except (BenchmarkError, KeyError, TypeError, AttributeError) as e:
             out.rejected.append(Problem(str(path), "", f"cannot be read as a run's score card: {e}"))
     return out, registry

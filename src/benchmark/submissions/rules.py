@@ -113,7 +113,23 @@ def _config_problems(card: dict, where: str, thorough: bool, allow_remote_code: 
         problems += found
         if thorough and not found and entry.get("config_sha256") != model_sha256(model_config_node(entry["config"])):
             problems.append(Problem(where, f"{prefix}config_sha256", "is not the hash of the config beside it"))
+        problems += _weights_problems(entry, where, prefix)
     return problems
+
+
+def _weights_problems(entry: dict, where: str, prefix: str) -> list[Problem]:
+    """An entry's optional `weights` (the files loaded from the machine it ran on) are what its config pins."""
+    from ..models.weights import Fingerprint, WeightFile
+
+    weights = entry.get("weights")
+    if weights is None:
+        return []
+    files = Fingerprint(tuple(WeightFile(f["name"], f["size"], f["sha256"]) for f in weights["files"]))
+    if weights["sha256"] != files.sha256:
+        return [Problem(where, f"{prefix}weights.sha256", "is not the hash of the files listed beside it")]
+    if entry["config"].get("sha256") != weights["sha256"]:
+        return [Problem(where, f"{prefix}config.sha256", "does not pin the weights the card lists (weights.sha256)")]
+    return []
 
 
 def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool = True,
