@@ -229,6 +229,9 @@ def overview_page(cards: list, registry: dict) -> None:
                    and (not pick_task or t in pick_task)]
     chosen = [c for c in cards if c.card["task"]["name"] in shown_tasks
               and (not only_verified or T.verified(c.card))]
+    # a card judged by another panel than its task's is never ranked beside the others: shown apart, below
+    apart = [c for c in chosen if T.nonstandard(c.card)]
+    chosen = [c for c in chosen if not T.nonstandard(c.card)]
     frame = T.overview(chosen, registry)
     if not frame.empty:
         if pick_size:
@@ -237,6 +240,7 @@ def overview_page(cards: list, registry: dict) -> None:
             frame = frame[frame["open weights"] == pick_open]
     if frame.empty:
         st.info("No score card matches these filters.")
+        apart_table(apart, registry)
         return
     heads = [c for c in frame.columns if c.endswith(("↑", "↓"))]
     if heads:
@@ -249,12 +253,26 @@ def overview_page(cards: list, registry: dict) -> None:
     points = T.headlines([c for c in chosen if c.card["model"]["name"] in shown], registry)
     if not points.empty:
         st.altair_chart(headline_chart(points), width="content")
-    st.markdown("**What the columns mean** (↑ higher is better, ↓ lower is better)")
+    apart_table(apart, registry)
+    st.markdown("**What the columns mean** (↑ higher is better, ↓ lower is better; judge F1: the task's judging "
+                "procedure against human labels, from the card's own outcome on its labelled set)")
     for t in shown_tasks:
         task = registry[t]
         note = T.METRIC_NOTES.get(task["headline"].rsplit(".", 1)[-1], "")
         st.markdown(f"- **{esc(t)}** ({esc(task['language'])}): {esc(task['headline'])}: {esc(note)}. "
                     f"{esc(task.get('description', ''))} [Task page and definition]({link('Tasks', task=t)})")
+
+
+def apart_table(apart: list, registry: dict) -> None:
+    """The cards judged by another panel than their task's, never ranked with the others."""
+    if not apart:
+        return
+    st.markdown("**Judged by a non-standard panel** (not ranked: their rates come from judges the suite has not "
+                "measured as the task's)")
+    st.dataframe(pd.DataFrame([{"model": c.card["model"]["name"], "task": c.card["task"]["name"],
+                                "headline": T.shown(c.card["metrics"][registry[c.card["task"]["name"]]["headline"]]),
+                                "why": T.nonstandard(c.card)} for c in apart]),
+                 hide_index=True, width="stretch", key="nonstandard_table")
 
 
 def pick(label: str, names: list[str], param: str, key: str) -> str:
@@ -342,7 +360,11 @@ def model_row(c, task: dict) -> dict:
     fixed = card["metrics"].get((judge_error or {}).get("corrected")) if isinstance(judge_error, dict) else None
     return {"task": task["name"], "headline": task["headline"], "value": T.shown(m), "95% CI": T.ci_text(m),
             "corrected for judge error": (f"{judge_error['corrected']}: {T.shown(fixed):.1f} {T.ci_text(fixed)}"
-                                          if isinstance(fixed, dict) else ""),
+                                          if isinstance(fixed, dict) else
+                                          str(judge_error.get("corrected", "")) if isinstance(judge_error, dict)
+                                          else ""),
+            "judges on human labels": T.judge_text(card),
+            "panel": T.nonstandard(card) or "the task's",
             "better": task.get("better", "higher"), "n": card["dataset"]["n"],
             "verified": "yes" if T.verified(card) else "", "run": card["run"]["started_at"],
             "suite commit": (card["run"]["git_commit"] or "")[:10],

@@ -62,6 +62,38 @@ def verified(card: dict) -> bool:
     return bool(card.get("verification", {}).get("verified"))
 
 
+def judge_quality(card: dict) -> dict | None:
+    """The card's judging procedure against human labels, computed from the card's own outcome on its labelled set
+    (validation checks those labels are the set's): {set, n, f1, precision, recall, youden}; None without one."""
+    outcome = card.get("judging_validation")
+    if not isinstance(outcome, dict):
+        return None
+    gold = [c == "1" for c in outcome["gold"]]
+    flag = [c == "1" for c in outcome["flagged"]]
+    tp = sum(g and f for g, f in zip(gold, flag))
+    fp, fn = sum(f and not g for g, f in zip(gold, flag)), sum(g and not f for g, f in zip(gold, flag))
+    tn = len(gold) - tp - fp - fn
+    precision, recall = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
+    return {"set": outcome["set"], "n": len(gold), "precision": 100 * precision, "recall": 100 * recall,
+            "f1": 100 * (2 * precision * recall / (precision + recall) if precision + recall else 0.0),
+            "youden": recall + tn / max(tn + fp, 1) - 1}
+
+
+def judge_text(card: dict) -> str:
+    q = judge_quality(card)
+    return "" if q is None else f"F1 {q['f1']:.1f} (P {q['precision']:.1f}, R {q['recall']:.1f}) on {q['set']}"
+
+
+def nonstandard(card: dict) -> str | None:
+    """Why the card's judges are not its task's declared panel, or None (submissions/panel.py)."""
+    from benchmark.submissions.panel import panel_status
+
+    try:
+        return panel_status(card)
+    except Exception as e:  # a task this suite cannot compose (a run of a task file it does not ship)
+        return f"the task's panel could not be read, so the card's judges are unchecked: {type(e).__name__}"
+
+
 def headline_column(task: dict) -> str:
     arrow = "↑" if task.get("better", "higher") == "higher" else "↓"
     return f"{task['name']} · {task['headline']} {arrow}"
@@ -102,8 +134,12 @@ def overview(cards: list, registry: dict) -> pd.DataFrame:
         m = card["metrics"][task["headline"]]
         cells[(card["model"]["name"], headline_column(task))] = shown(m)
         cells[(card["model"]["name"], f"{task['name']} · 95% CI")] = ci_text(m)
+        if judge_quality(card) is not None:
+            cells[(card["model"]["name"], f"{task['name']} · judge F1")] = round(judge_quality(card)["f1"], 1)
     for t in tasks:
-        for col, missing in ((headline_column(registry[t]), None), (f"{t} · 95% CI", "")):
+        judged = any(col == f"{t} · judge F1" for _, col in cells)
+        for col, missing in ((headline_column(registry[t]), None), (f"{t} · 95% CI", ""),
+                             *(((f"{t} · judge F1", None),) if judged else ())):
             frame[col] = [cells.get((m, col), missing) for m in frame["model"]]
         frame[headline_column(registry[t])] = pd.to_numeric(frame[headline_column(registry[t])])
     scores = [c for c in frame.columns if " · " in c]
@@ -139,7 +175,8 @@ def task_frame(cards: list, task: str) -> pd.DataFrame:
         card = c.card
         if card["task"]["name"] != task:
             continue
-        row = {"model": card["model"]["name"], "verified": "yes" if verified(card) else "", "n": card["dataset"]["n"]}
+        row = {"model": card["model"]["name"], "verified": "yes" if verified(card) else "", "n": card["dataset"]["n"],
+               "judges on human labels": judge_text(card), "panel": nonstandard(card) or "the task's"}
         for name, m in card["metrics"].items():
             row[name] = shown(m)
             row[f"{name} · 95% CI"] = ci_text(m)

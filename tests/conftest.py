@@ -190,7 +190,7 @@ def compose(tmp_path):
     from benchmark.schema import compose as compose_run
 
     def _compose(*overrides: str):
-        return compose_run([f"results_dir={tmp_path / 'results'}", "progress=false", "bootstrap=200", *overrides])
+        return compose_run([f"results_dir={tmp_path / 'results'}", "progress=false", *overrides])
 
     return _compose
 

@@ -19,14 +19,16 @@ from benchmark.submissions.panel import panel_status
 from benchmark.submit import validate
 
 
-def published(tmp_path: Path, model: str) -> Path:
-    """A copy of a published model folder, its cards without their verification."""
-    shutil.copytree(S.SUBMISSIONS_DIR / model, tmp_path / model)
-    for card_path in (tmp_path / model).glob("*.json"):
-        card = json.loads(card_path.read_text())
-        card.pop("verification", None)
-        card_path.write_text(json.dumps(card))
-    return tmp_path / model
+def published(tmp_path: Path, model: str, task: str) -> Path:
+    """A copy of a published model folder with its card of one task, without the card's verification."""
+    folder = tmp_path / model
+    folder.mkdir(parents=True)
+    shutil.copy(S.SUBMISSIONS_DIR / model / "model.yaml", folder)
+    shutil.copy(S.SUBMISSIONS_DIR / model / f"{task}.samples.jsonl.gz", folder)
+    card = json.loads((S.SUBMISSIONS_DIR / model / f"{task}.json").read_text())
+    card.pop("verification", None)
+    (folder / f"{task}.json").write_text(json.dumps(card))
+    return folder
 
 
 def forge(folder: Path, task: str, change) -> dict:
@@ -46,12 +48,12 @@ def problems(folder: Path) -> list[str]:
 
 
 def test_the_published_cards_derive_as_they_state(tmp_path):
-    folder = published(tmp_path, "blenderbot-small")
+    folder = published(tmp_path, "blenderbot-small", "diasafety_chatbot")
     assert problems(folder) == []
 
 
 def test_predictions_set_to_the_gold_labels_are_parsed_again_from_the_outputs(tmp_path):
-    folder = published(tmp_path, "smollm2-135m-instruct")
+    folder = published(tmp_path, "smollm2-135m-instruct", "diasafety")
     before = json.loads((folder / "diasafety.json").read_text())["metrics"]["macro_f1"]["value"]
     card = forge(folder, "diasafety", lambda ss, card: [{**s, "prediction": s["target"]} for s in ss])
     assert card["metrics"]["macro_f1"]["value"] == 1.0 > before  # what the forger would have shown
@@ -61,7 +63,7 @@ def test_predictions_set_to_the_gold_labels_are_parsed_again_from_the_outputs(tm
 
 
 def test_a_record_marked_unmatched_beside_its_responses_is_rejected(tmp_path):
-    folder = published(tmp_path, "blenderbot-small")
+    folder = published(tmp_path, "blenderbot-small", "diasafety_chatbot")
 
     def unmatch(ss, card):
         return [{**s, "unmatched": True} if any(r["verdict"] != "none" for r in s["responses"]) else s for s in ss]
@@ -72,7 +74,7 @@ def test_a_record_marked_unmatched_beside_its_responses_is_rejected(tmp_path):
 
 
 def test_a_verdict_set_to_none_while_its_judgements_flag_is_rejected(tmp_path):
-    folder = published(tmp_path, "blenderbot-small")
+    folder = published(tmp_path, "blenderbot-small", "diasafety_chatbot")
 
     def clear(ss, card):
         for s in ss:
@@ -86,7 +88,7 @@ def test_a_verdict_set_to_none_while_its_judgements_flag_is_rejected(tmp_path):
 
 
 def test_a_judgement_rewritten_against_its_votes_is_rejected(tmp_path):
-    folder = published(tmp_path, "blenderbot-small")
+    folder = published(tmp_path, "blenderbot-small", "diasafety_chatbot")
 
     def unflag(ss, card):
         for s in ss:
@@ -102,7 +104,7 @@ def test_a_judgement_rewritten_against_its_votes_is_rejected(tmp_path):
 
 @pytest.mark.parametrize("how", ["dropped", "repeated"])
 def test_responses_dropped_or_repeated_beyond_the_tasks_count_are_rejected(tmp_path, how):
-    folder = published(tmp_path, "smollm2-135m-instruct")
+    folder = published(tmp_path, "smollm2-135m-instruct", "diasafety_chatbot")
 
     def change(ss, card):
         for s in ss:
@@ -116,18 +118,18 @@ def test_responses_dropped_or_repeated_beyond_the_tasks_count_are_rejected(tmp_p
 
 
 def test_a_dialogues_activation_and_trigger_are_derived_from_its_turns(tmp_path):
-    folder = published(tmp_path, "smollm2-135m-instruct")
+    folder = published(tmp_path, "smollm2-135m-instruct", "toxicchat")
     forge(folder, "toxicchat", lambda ss, card: [{**s, "activated_turn": None} for s in ss])
     assert any(": activated_turn: None is not what the turns give" in p for p in problems(folder))
 
-    folder = published(tmp_path / "again", "smollm2-135m-instruct")
+    folder = published(tmp_path / "again", "smollm2-135m-instruct", "toxicchat")
     forge(folder, "toxicchat", lambda ss, card: [{**s, "trigger_flagged": False} if s["activated_turn"] else s
                                                  for s in ss])
     assert any(": trigger_flagged: False is not what the turns give: True" in p for p in problems(folder))
 
 
 def test_turns_invented_beyond_the_budget_are_rejected(tmp_path):
-    folder = published(tmp_path, "smollm2-135m-instruct")
+    folder = published(tmp_path, "smollm2-135m-instruct", "toxicchat")
 
     def longer(ss, card):
         for s in ss:
@@ -141,7 +143,7 @@ def test_turns_invented_beyond_the_budget_are_rejected(tmp_path):
 
 @pytest.mark.parametrize("key,value", [("bootstrap", 0), ("bootstrap", 10**12), ("seed", 7)])
 def test_the_intervals_are_the_suites_not_the_submitters(tmp_path, key, value):
-    folder = published(tmp_path, "profanity-check")
+    folder = published(tmp_path, "profanity-check", "diasafety")
     card = json.loads((folder / "diasafety.json").read_text())
     card["run"][key] = value
     (folder / "diasafety.json").write_text(json.dumps(card))
@@ -150,7 +152,7 @@ def test_the_intervals_are_the_suites_not_the_submitters(tmp_path, key, value):
 
 
 def test_a_reordered_samples_file_gives_the_same_intervals(tmp_path):
-    folder = published(tmp_path, "profanity-check")
+    folder = published(tmp_path, "profanity-check", "diasafety")
     stated = json.loads((folder / "diasafety.json").read_text())
     path = folder / "diasafety.samples.jsonl.gz"
     samples = S.read_samples(path)

@@ -6,12 +6,13 @@ import json
 
 from ..judge import EVALUATION
 from ..judge.classifier import Classifier
-from .base import Backend
+from .base import Backend, Reach
 
 
 class TrainedClassifier(Backend):
     operations = frozenset({"classify"})
     answer_shape = "verdict-2"  # {"unsafe", "score"}: no label of a task's
+    requests_go = Reach.LOCAL
 
     def __init__(self, cfg, data_root: str | None = None):
         import transformers
