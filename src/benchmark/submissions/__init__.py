@@ -17,13 +17,12 @@ This module loads folders: `load` is what the leaderboard and `python -m benchma
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import BenchmarkError
 from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MODEL_FILE, SAMPLES_SUFFIX, SUBMISSIONS_DIR,
-                   TASKS_DIR, Problem, capped, task_registry)
+                   TASKS_DIR, Problem, capped, strict_json, task_registry)
 from .configs import check_model_config, read_yaml
 from .rules import check_card
 from .samples import read_samples
@@ -61,7 +60,7 @@ def read_card(path: Path) -> dict:
             raw = f.read(MAX_CARD_BYTES + 1)
         if len(raw) > MAX_CARD_BYTES:
             raise BenchmarkError(f"{path}: larger than {MAX_CARD_BYTES // 2**20} MiB; a score card is a summary")
-        card = json.loads(raw.decode("utf-8"))
+        card = strict_json(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
         raise BenchmarkError(f"{path}: not a readable JSON score card: {e}") from None
     if not isinstance(card, dict):

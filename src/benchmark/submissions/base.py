@@ -4,8 +4,10 @@ the tasks a card may belong to."""
 from __future__ import annotations
 
 import functools
+import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from ..paths import REPO_ROOT, TASKS_DIR  # noqa: F401  (TASKS_DIR: where the board finds a task's definition)
 
@@ -48,6 +50,21 @@ def capped(problems: list[Problem]) -> list[Problem]:
             out.append(p)
     out += [Problem(path, "", f"and {n - MAX_PROBLEMS} more problems") for path, n in per_file.items()
             if n > MAX_PROBLEMS]
+    return out
+
+
+def strict_json(text: str) -> Any:
+    """JSON as a submission may hold it: no key twice in one object (json.loads would keep the last without a word).
+    ValueError names what breaks the rule."""
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"key {twice!r} appears twice in one object; a JSON reader would silently keep the last")
     return out
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import BenchmarkError
 from ..hashing import sha256_json
-from .base import MAX_SAMPLE_LINE, MAX_SAMPLES, MAX_SAMPLES_BYTES
+from .base import MAX_SAMPLE_LINE, MAX_SAMPLES, MAX_SAMPLES_BYTES, strict_json
 from .privacy import scrub
 
 # a sample's copies of the data set's own texts; the data sets' licences differ, so submissions keep hashes only
@@ -81,12 +81,19 @@ def read_samples(path: Path) -> list[dict]:
                 if read > MAX_SAMPLES_BYTES or len(samples) >= MAX_SAMPLES:
                     raise BenchmarkError(f"{path}: more than {MAX_SAMPLES_BYTES // 2**20} MiB or {MAX_SAMPLES:,} "
                                          "lines once decompressed; no task's samples are that large")
-                if not line.strip():
-                    continue
-                sample = json.loads(line)
-                if not isinstance(sample, dict) or not isinstance(sample.get("id"), str):
-                    raise BenchmarkError(f"{path}: line {len(samples) + 1} is not a sample (an object with a string id)")
-                samples.append(sample)
-    except (OSError, EOFError, UnicodeDecodeError, ValueError, zlib.error) as e:  # gzip, text and JSON errors
+                if line.strip():
+                    samples.append(_sample(line, f"{path}: line {len(samples) + 1}"))
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as e:  # gzip and text errors
         raise BenchmarkError(f"{path}: unreadable: {e}") from None
     return samples
+
+
+def _sample(line: str, where: str) -> dict:
+    """One line of a samples file as a sample: strict JSON, an object with a string id."""
+    try:
+        sample = strict_json(line)
+    except ValueError as e:
+        raise BenchmarkError(f"{where}: {e}") from None
+    if not isinstance(sample, dict) or not isinstance(sample.get("id"), str):
+        raise BenchmarkError(f"{where} is not a sample (an object with a string id)")
+    return sample
