@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
+
+import pytest
 
 from test_submissions import _set, edit_card, folder, problems_of  # noqa: F401  (fixtures)
 
@@ -51,3 +54,57 @@ def test_a_key_twice_in_a_sample_line_is_rejected(folder):
     _write_lines(folder, lines)
     assert problems_of(folder) == [f"{folder / SAMPLES}: line 1: key 'prediction' appears twice in one object; a "
                                    "JSON reader would silently keep the last"]
+
+
+# ------------------------------------------------------------------------------------------- the run's fields
+
+
+@pytest.mark.parametrize("field, value, message", [
+    (["run", "wall_s"], float("nan"), "run.wall_s: nan is not a finite number"),
+    (["run", "samples_per_s"], float("inf"), "run.samples_per_s: inf is not a finite number"),
+    (["run", "seconds", "loading"], float("inf"), "run.seconds.loading: inf is not a finite number"),
+    (["run", "started_at"], "yesterday", "run.started_at: 'yesterday' is not an ISO 8601 date-time"),
+    (["run", "started_at"], "2026-13-01T03:04:43+00:00", "run.started_at: '2026-13-01T03:04:43+00:00' is not an ISO"),
+    (["run", "started_at"], "2026-12-01", "run.started_at: '2026-12-01' is not an ISO 8601 date-time"),
+    (["run", "git_commit"], "main", "run.git_commit: 'main' is not valid under any of the given schemas"),
+    (["run", "seed"], -1, "run.seed: -1 is less than the minimum of 0"),
+    (["run", "bootstrap"], 10**9, "run.bootstrap: 1000000000 resamples; validation draws them again"),
+    (["run", "judge_calls"], {"x": 1.5}, "run.judge_calls.x: 1.5 is not of type 'integer'"),
+    (["run", "note"], "anything", "run: Additional properties are not allowed ('note' was unexpected)"),
+])
+def test_every_run_field_is_typed_and_checked(folder, field, value, message):
+    edit_card(folder, _set(field, value))
+    found = problems_of(folder)
+    assert any(p.startswith(f"{folder / 'diasafety.json'}: {message}") for p in found), found
+
+
+@pytest.fixture
+def replay_folder(tmp_path) -> Path:
+    """A published folder whose model is a replay of recorded answers (judged by two classifiers)."""
+    dst = tmp_path / "submissions" / "blenderbot-small"
+    shutil.copytree(S.SUBMISSIONS_DIR / "blenderbot-small", dst)
+    edit_card(dst, lambda card: card.pop("verification"), "diasafety_chatbot.json")
+    return dst
+
+
+@pytest.mark.parametrize("field, value, message", [
+    (["model", "backend"], "hf", "model.backend: 'hf' is not its config's backend ('replay')"),
+    (["judges", 1, "backend"], "openai-chat", "judges[1].backend: 'openai-chat' is not its config's backend "
+                                              "('diasafety-detector')"),
+    (["judges", 0, "name"], "gpt-4o", "judges[0].name: 'gpt-4o' is not its config's name ('profanity-check')"),
+])
+def test_a_card_claiming_another_backend_than_its_config_is_rejected(replay_folder, field, value, message):
+    assert problems_of(replay_folder) == []
+    edit_card(replay_folder, _set(field, value), "diasafety_chatbot.json")
+    assert f"{replay_folder / 'diasafety_chatbot.json'}: {message}" in problems_of(replay_folder)
+
+
+def test_a_card_of_another_split_is_rejected(folder):
+    edit_card(folder, _set(["dataset", "source"], "data_root:diasafety/val.json"))
+    edit_card(folder, _set(["dataset", "split"], "val"))
+    card = folder / "diasafety.json"
+    assert problems_of(folder) == [
+        f"{card}: dataset.split: 'val': task diasafety scores its 'test' split",
+        f"{card}: dataset.source: 'data_root:diasafety/val.json' is not where task diasafety reads its data "
+        "(data_root:diasafety/test.json or https://raw.githubusercontent.com/thu-coai/DiaSafety/"
+        "5106a041b1c7e36f30e02a97c44897a7f2057278/DiaSafety_dataset/test.json)"]

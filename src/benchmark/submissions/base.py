@@ -29,6 +29,7 @@ MAX_SAMPLES = 100_000  # lines of one samples file (the largest task has about 1
 MAX_SAMPLES_BYTES = 64 * 2**20  # one samples file, decompressed (the largest published one: about 5 MiB)
 MAX_FILES = 200  # entries of one model folder
 MAX_PROBLEMS = 20  # problems listed per file; the rest are counted
+MAX_BOOTSTRAP = 10_000  # a card's bootstrap resamples, which validation draws again (the suite's default: 1,000)
 
 
 @dataclass

@@ -13,18 +13,23 @@ never believed:
 from __future__ import annotations
 
 import functools
+import itertools
 import math
+import re
+from datetime import datetime
 from pathlib import Path
 
 import jsonschema
 
 from .. import BenchmarkError
 from ..hashing import file_sha256
-from .base import CARD_SUFFIX, KEY_NAME, MAX_METRICS, SAMPLES_SUFFIX, Problem, task_registry
+from .base import CARD_SUFFIX, KEY_NAME, MAX_BOOTSTRAP, MAX_METRICS, SAMPLES_SUFFIX, Problem, task_registry
 from .configs import check_model_config, full_config, model_config_node
 from .privacy import private_values
 from .samples import DATA_KEYS, read_samples
 from .signing import verification_problems
+
+DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3}|\.\d{6})?(?:Z|[+-]\d{2}:\d{2})")
 
 
 @functools.lru_cache(maxsize=1)
@@ -55,7 +60,7 @@ def _metric_problems(card: dict, where: str) -> list[Problem]:
     for name, m in card["metrics"].items():
         at = f"metrics.{name}"
         values = {k: m[k] for k in ("value", "ci_low", "ci_high")}
-        bad = [k for k, v in values.items() if not isinstance(v, (int, float)) or not math.isfinite(v)]
+        bad = [k for k, v in values.items() if not _finite(v)]
         if bad:
             problems.append(Problem(where, f"{at}.{bad[0]}", f"{values[bad[0]]!r} is not a finite number"))
             continue
@@ -95,17 +100,96 @@ def _config_problems(card: dict, where: str, thorough: bool, allow_remote_code: 
     """Every config on the card follows the rules for submitted configs; thorough: its hash is recomputed."""
     from ..models import model_sha256
 
-    configs = [("model.", card["model"])]
-    configs += [(f"judges[{i}].", j) for i, j in enumerate(card.get("judges", [])) if "config" in j]
-    if "attacker" in card and "config" in card["attacker"]:
-        configs.append(("attacker.", card["attacker"]))
     problems = []
-    for prefix, entry in configs:
+    for prefix, entry in _roles(card):
         found = check_model_config(entry["config"], where, allow_remote_code, prefix + "config.", thorough)
         problems += found
         if thorough and not found and entry.get("config_sha256") != model_sha256(model_config_node(entry["config"])):
             problems.append(Problem(where, f"{prefix}config_sha256", "is not the hash of the config beside it"))
     return problems
+
+
+def _roles(card: dict) -> list[tuple[str, dict]]:
+    """Every model entry on a card (the model, each judge, the attacker), with the prefix of its fields."""
+    roles = [("model.", card["model"])] + [(f"judges[{i}].", j) for i, j in enumerate(card.get("judges", []))]
+    return roles + ([("attacker.", card["attacker"])] if "attacker" in card else [])
+
+
+def _identity_problems(card: dict, where: str) -> list[Problem]:
+    """Each model entry's name and backend are its config's: a card cannot claim one backend and run another."""
+    return [Problem(where, f"{prefix}{key}", f"{entry[key]!r:.100} is not its config's {key} "
+                                             f"({entry['config'].get(key)!r:.100})")
+            for prefix, entry in _roles(card) for key in ("name", "backend") if entry[key] != entry["config"].get(key)]
+
+
+def _task_data(known: dict) -> tuple[set[str], str]:
+    """Where a task's records come from, as a run names it (data_root, the task's URL or its hub data set; a dialogue
+    attack's seed sources joined in order: data.load_rows, kinds/dialogue.py), and the split they are."""
+    def origins(data: dict) -> set[str]:
+        return {o for o in (f"data_root:{data['path']}", data.get("url"), data.get("hub") and f"hub:{data['hub']}")
+                if o}
+
+    seeds = (known.get("dialogue") or {}).get("seeds")
+    if seeds:
+        return {" + ".join(o) for o in itertools.product(*(origins(s["data"]) for s in seeds))}, "seeds"
+    return origins(known["data"]), known["data"]["split"]
+
+
+def _source_problems(card: dict, known: dict, where: str) -> list[Problem]:
+    """The card's data is the task's own: read from where the task reads it, and the task's split."""
+    sources, split = _task_data(known)
+    dataset, name = card["dataset"], card["task"]["name"]
+    problems = []
+    if dataset["split"] != split:
+        problems.append(Problem(where, "dataset.split", f"{dataset['split']!r:.100}: task {name} scores its "
+                                                        f"{split!r} split"))
+    if dataset["source"] not in sources:
+        problems.append(Problem(where, "dataset.source", f"{dataset['source']!r:.200} is not where task {name} reads "
+                                                         f"its data ({' or '.join(sorted(sources))})"))
+    return problems
+
+
+def _run_problems(run: dict, where: str) -> list[Problem]:
+    """A published run: every number finite, started at a date-time, over the whole split, without failures."""
+    problems = [Problem(where, field, f"{value!r:.40} is not a finite number") for field, value in _numbers(run, "run")
+                if not _finite(value)]
+    if not _date_time(run["started_at"]):
+        problems.append(Problem(where, "run.started_at", f"{run['started_at']!r:.60} is not an ISO 8601 date-time "
+                                                         "(such as 2025-01-31T12:00:00+00:00)"))
+    if run["limit"] is not None:
+        problems.append(Problem(where, "run.limit", f"{run['limit']}: a published card covers the whole split; run "
+                                                    "without limit="))
+    if run["failed"]:
+        problems.append(Problem(where, "run.failed", f"{run['failed']} requests failed; a published card has none: "
+                                                     "rerun the same command, which asks only those again"))
+    return problems
+
+
+def _numbers(value, at: str):
+    """Every number in a value, with its field: (field, number)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _numbers(v, f"{at}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _numbers(v, f"{at}[{i}]")
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield at, value
+
+
+def _finite(value) -> bool:
+    """A JSON number that is not NaN or Infinity."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _date_time(value: str) -> bool:
+    if not DATE_TIME.fullmatch(value):
+        return False
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:  # such as month 13
+        return False
+    return True
 
 
 def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool = True,
@@ -139,18 +223,13 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
         problems.append(Problem(where, "model.name", f"{card['model']['name']!r} is not the folder's name "
                                                      f"{path.parent.name!r}"))
     problems += _pinned_problems(card, known, where)
+    problems += _source_problems(card, known, where)
     problems += _validation_problems(card, known, where)
     for i, judge in enumerate(card.get("judges", [])):
         for key in ("step", "voter"):
             if not KEY_NAME.match(str(judge.get(key, ""))):
                 problems.append(Problem(where, f"judges[{i}].{key}", f"{judge.get(key)!r}: letters, digits, . _ : -"))
-    run = card["run"]
-    if run["limit"] is not None:
-        problems.append(Problem(where, "run.limit", f"{run['limit']}: a published card covers the whole split; run "
-                                                    "without limit="))
-    if run["failed"]:
-        problems.append(Problem(where, "run.failed", f"{run['failed']} requests failed; a published card has none: "
-                                                     "rerun the same command, which asks only those again"))
+    problems += _run_problems(card["run"], where)
     problems += _metric_problems(card, where)
     if model_config is not None and not check_model_config(card["model"]["config"], where, True, "model.config.",
                                                            thorough):
@@ -158,6 +237,7 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
             problems.append(Problem(where, "model.config", "differs from the folder's model.yaml"))
         elif full_config({"metadata": card["model"]["metadata"]})["metadata"] != full_config(model_config)["metadata"]:
             problems.append(Problem(where, "model.metadata", "differs from the metadata in model.yaml"))
+    problems += _identity_problems(card, where)
     problems += _config_problems(card, where, thorough, allow_remote_code)
     problems += [Problem(where, f, f"holds {what}; package runs with `python -m benchmark.submit`")
                  for f, what in private_values({k: v for k, v in card.items() if k != "verification"})]
@@ -222,6 +302,9 @@ def _kind(card: dict):
 def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root: str | None) -> list[Problem]:
     from ..kinds import reference_sha256
 
+    if card["run"]["bootstrap"] > MAX_BOOTSTRAP:
+        return [Problem(where, "run.bootstrap", f"{card['run']['bootstrap']!r:.40} resamples; validation draws them "
+                                                f"again, so a published card uses at most {MAX_BOOTSTRAP:,}")]
     if file_sha256(path) != card["samples"]["sha256"]:
         return [Problem(where, "samples.sha256", f"does not match {path.name}")]
     try:
