@@ -15,6 +15,8 @@ from test_submissions import _set, edit_card, folder, problems_of  # noqa: F401 
 
 from benchmark import submissions as S
 from benchmark.hashing import file_sha256
+from benchmark.submit import main as submit_main
+from benchmark.submit import validate
 
 SAMPLES = "diasafety.samples.jsonl.gz"
 
@@ -108,3 +110,60 @@ def test_a_card_of_another_split_is_rejected(folder):
         f"{card}: dataset.source: 'data_root:diasafety/val.json' is not where task diasafety reads its data "
         "(data_root:diasafety/test.json or https://raw.githubusercontent.com/thu-coai/DiaSafety/"
         "5106a041b1c7e36f30e02a97c44897a7f2057278/DiaSafety_dataset/test.json)"]
+
+
+# --------------------------------------------------------------------------- one problem line, never a traceback
+
+HUGE = 10**400  # JSON writes and reads it as an integer; no float holds it
+
+
+@pytest.mark.parametrize("path, message", [
+    (["metrics", "accuracy", "value"], f"metrics.accuracy.value: {str(HUGE)[:40]} is not a finite number"),
+    (["metrics", "accuracy", "n"], "metrics.accuracy: {'value': "),
+    (["breakdown", "per_class", "Safe", "support"], f"breakdown.per_class.Safe.support: {str(HUGE)[:80]} is not what "
+                                                    "the samples give: 594"),
+    (["run", "model_calls"], f"run.model_calls: {str(HUGE)[:40]} is not a finite number"),
+])
+def test_an_integer_too_large_for_a_float_is_one_problem(folder, path, message):
+    edit_card(folder, _set(path, HUGE))
+    found = problems_of(folder)
+    field = ".".join(path[:2]) if path[0] == "metrics" else ".".join(map(str, path))
+    assert found and all(p.startswith(f"{folder / 'diasafety.json'}: {field}") for p in found), found
+    assert any(p.startswith(f"{folder / 'diasafety.json'}: {message}") for p in found), found
+    if path[-1] in ("value", "model_calls"):  # what the board's fast checks read
+        assert S.load(folder.parent).cards == []
+
+
+def test_a_model_yaml_nested_900_deep_is_one_problem(folder):
+    text = (folder / "model.yaml").read_text().replace("args: {}", "args: " + "[" * 900 + "]" * 900)
+    (folder / "model.yaml").write_text(text)
+    line = text.splitlines().index("args: " + "[" * 900 + "]" * 900) + 1
+    assert sorted(problems_of(folder)) == [f"{folder / 'diasafety.json'}: its folder's model.yaml was rejected",
+                                           f"{folder / 'model.yaml'}: line {line}: args: nested deeper than 32 levels"]
+
+
+def test_a_model_yaml_nested_deep_enough_to_crash_the_yaml_parser_is_one_problem(folder):
+    """libyaml composes nodes recursively in C: 30,000 levels took the process down (a segmentation fault)."""
+    (folder / "model.yaml").write_text("name: x\nargs: " + "[" * 30_000 + "]" * 30_000 + "\n")
+    assert f"{folder / 'model.yaml'}: line 2: args: nested deeper than 32 levels" in problems_of(folder)
+
+
+@pytest.mark.parametrize("depth, field", [(40, "output[0][0][0][0][0][0][0]…: "), (100_000, "")])
+def test_a_sample_line_nested_deep_is_one_problem(folder, depth, field):
+    lines = _sample_lines(folder)
+    sample = json.loads(lines[0])
+    lines[0] = json.dumps(sample).replace('"output": ' + json.dumps(sample["output"]),
+                                          '"output": ' + "[" * depth + "]" * depth)
+    _write_lines(folder, lines)
+    assert problems_of(folder) == [f"{folder / SAMPLES}: line 1: {field}nested deeper than 32 levels"]
+
+
+def test_a_model_folder_validated_on_its_own_has_the_folders_guard(folder, monkeypatch):
+    def breaks(*args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(S, "check_card", breaks)
+    for path in (folder, folder / "diasafety.json"):  # a model folder, one card
+        assert validate([path]) == (0, [S.Problem(str(folder), "", "could not be checked: RecursionError: maximum "
+                                                                    "recursion depth exceeded")])
+    assert submit_main(["validate", str(folder)]) == 1

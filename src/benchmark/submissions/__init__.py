@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .. import BenchmarkError
 from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MODEL_FILE, SAMPLES_SUFFIX, SUBMISSIONS_DIR,
-                   TASKS_DIR, Problem, capped, strict_json, task_registry)
+                   TASKS_DIR, OutOfBounds, Problem, capped, strict_json, task_registry)
 from .configs import check_model_config, read_yaml
 from .rules import check_card
 from .samples import read_samples
@@ -61,7 +61,9 @@ def read_card(path: Path) -> dict:
         if len(raw) > MAX_CARD_BYTES:
             raise BenchmarkError(f"{path}: larger than {MAX_CARD_BYTES // 2**20} MiB; a score card is a summary")
         card = strict_json(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+    except OutOfBounds as e:
+        raise BenchmarkError(f"{path}: {e}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as e:
         raise BenchmarkError(f"{path}: not a readable JSON score card: {e}") from None
     if not isinstance(card, dict):
         raise BenchmarkError(f"{path}: a score card is a JSON object")
@@ -97,10 +99,7 @@ def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code
             if folder.is_symlink() or folder.suffix not in (".json", ".sh"):  # the folder's own keys and scripts
                 out.rejected.append(Problem(str(folder), "", "not a model folder (a symlink or a stray file)"))
             continue
-        try:
-            one = load_folder(folder, thorough, allow_remote_code, data_root=data_root)
-        except Exception as e:  # whatever one folder does, the others still load
-            one = Loaded(rejected=[Problem(str(folder), "", f"could not be checked: {type(e).__name__}: {e}")])
+        one = load_folder(folder, thorough, allow_remote_code, data_root=data_root)
         out.cards += one.cards
         out.rejected += one.rejected
     out.rejected = capped(out.rejected)
@@ -109,7 +108,16 @@ def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code
 
 def load_folder(folder: Path, thorough: bool = False, allow_remote_code: bool = False,
                 only: Path | None = None, data_root: str | None = None) -> Loaded:
-    """One model folder (or, with `only`, one card of it): its accepted cards and the problems of the others."""
+    """One model folder (or, with `only`, one card of it): its accepted cards and the problems of the others. Whatever
+    the folder holds, it gives problems, never an exception (so the other folders still load)."""
+    try:
+        return _load_folder(folder, thorough, allow_remote_code, only, data_root)
+    except Exception as e:
+        return Loaded(rejected=[Problem(str(folder), "", f"could not be checked: {type(e).__name__}: {str(e)[:300]}")])
+
+
+def _load_folder(folder: Path, thorough: bool, allow_remote_code: bool, only: Path | None,
+                 data_root: str | None) -> Loaded:
     out = Loaded()
     config, problems = load_model_folder(folder, allow_remote_code, thorough)
     entries = sorted(folder.iterdir())[: MAX_FILES + 1]

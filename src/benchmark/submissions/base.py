@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..paths import REPO_ROOT, TASKS_DIR  # noqa: F401  (TASKS_DIR: where the board finds a task's definition)
+from ..safe_yaml import MAX_DEPTH  # collections nested in any submitted value, JSON or YAML (the published: 10)
 
 SUBMISSIONS_DIR = REPO_ROOT / "submissions"
 VERIFIER_KEYS = SUBMISSIONS_DIR / "verifier_keys.json"
@@ -54,10 +55,28 @@ def capped(problems: list[Problem]) -> list[Problem]:
     return out
 
 
+class OutOfBounds(ValueError):
+    """A JSON value past one of the limits; `path` leads to it from the top (keys, and indexes of arrays)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.path: list[str | int] = []
+
+    def __str__(self) -> str:
+        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in self.path[:8]).lstrip(".")
+        return f"{field}{'…' if len(self.path) > 8 else ''}: {self.args[0]}" if self.path else self.args[0]
+
+
 def strict_json(text: str) -> Any:
-    """JSON as a submission may hold it: no key twice in one object (json.loads would keep the last without a word).
-    ValueError names what breaks the rule."""
-    return json.loads(text, object_pairs_hook=_unique_keys)
+    """JSON as a submission may hold it: no key twice in one object (json.loads would keep the last without a word),
+    no collection nested deeper than MAX_DEPTH. ValueError names what breaks the rule, and where."""
+    try:
+        value = json.loads(text, object_pairs_hook=_unique_keys)
+    except RecursionError:  # far deeper than MAX_DEPTH: the parser gave up before the walk could name the field
+        raise OutOfBounds(f"nested deeper than {MAX_DEPTH} levels") from None
+    if isinstance(value, (dict, list)):
+        _within_bounds(value, 1)
+    return value
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
@@ -67,6 +86,19 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
         twice = next(k for k, _ in pairs if k in seen or seen.add(k))
         raise ValueError(f"key {twice!r} appears twice in one object; a JSON reader would silently keep the last")
     return out
+
+
+def _within_bounds(value: dict | list, depth: int) -> None:
+    """OutOfBounds at the first collection nested deeper than MAX_DEPTH (the walk never goes deeper itself)."""
+    if depth > MAX_DEPTH:
+        raise OutOfBounds(f"nested deeper than {MAX_DEPTH} levels")
+    for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+        if isinstance(item, (dict, list)):
+            try:
+                _within_bounds(item, depth + 1)
+            except OutOfBounds as e:
+                e.path.insert(0, key)
+                raise
 
 
 @functools.lru_cache(maxsize=1)

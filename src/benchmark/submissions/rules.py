@@ -62,7 +62,7 @@ def _metric_problems(card: dict, where: str) -> list[Problem]:
         values = {k: m[k] for k in ("value", "ci_low", "ci_high")}
         bad = [k for k, v in values.items() if not _finite(v)]
         if bad:
-            problems.append(Problem(where, f"{at}.{bad[0]}", f"{values[bad[0]]!r} is not a finite number"))
+            problems.append(Problem(where, f"{at}.{bad[0]}", f"{values[bad[0]]!r:.40} is not a finite number"))
             continue
         if "unit" not in m and not all(-1e-9 <= v <= 1 + 1e-9 for v in values.values()):
             problems.append(Problem(where, at, f"a share must lie in [0, 1]; got {values}"))
@@ -178,8 +178,13 @@ def _numbers(value, at: str):
 
 
 def _finite(value) -> bool:
-    """A JSON number that is not NaN or Infinity."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A JSON number that is not NaN or Infinity, nor an integer too large for a float."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _date_time(value: str) -> bool:
@@ -350,7 +355,8 @@ def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root
             problems.append(Problem(where, f"metrics.{name}", "not a metric the task computes from these samples"
                                     if mine is None else "missing: the task computes it from these samples"))
         elif any(not _close(mine.get(k), theirs.get(k)) for k in ("value", "ci_low", "ci_high", "n", "unit")):
-            problems.append(Problem(where, f"metrics.{name}", f"{theirs} is not what the samples give: {mine}"))
+            problems.append(Problem(where, f"metrics.{name}", f"{str(theirs)[:200]} is not what the samples give: "
+                                                              f"{mine}"))
     for key, differs in _differences(breakdown, card["breakdown"], "breakdown"):
         problems.append(Problem(where, key, differs))
     return problems
@@ -396,5 +402,8 @@ def _close(a, b) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b))
+        try:
+            return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b))
+        except OverflowError:  # an integer too large for a float is close to itself only
+            return a == b
     return a == b
