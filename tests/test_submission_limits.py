@@ -7,6 +7,8 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from test_submissions import _set, edit_card, folder, problems_of  # noqa: F401 
 
 from benchmark import submissions as S
 from benchmark.hashing import file_sha256
+from benchmark.submissions import privacy
 from benchmark.submit import main as submit_main
 from benchmark.submit import validate
 
@@ -167,3 +170,32 @@ def test_a_model_folder_validated_on_its_own_has_the_folders_guard(folder, monke
         assert validate([path]) == (0, [S.Problem(str(folder), "", "could not be checked: RecursionError: maximum "
                                                                     "recursion depth exceeded")])
     assert submit_main(["validate", str(folder)]) == 1
+
+
+# -------------------------------------------------------------------------------- patterns over submitted text
+
+
+@pytest.mark.parametrize("field", [["run", "git_commit"], ["run", "overrides", 0]])
+def test_a_megabyte_string_is_rejected_for_its_length_before_any_pattern_reads_it(folder, monkeypatch, field):
+    """The privacy check's URL pattern was quadratic: a megabyte of "a.a.a..." in any field hung validation and the
+    board. No string longer than 64 KiB reaches a pattern now: the card is rejected as it is read."""
+    edit_card(folder, _set(field, "a." * 2**19))
+    checked = []
+    monkeypatch.setattr(S, "check_card", lambda *args, **kwargs: checked.append(args) or [])
+    where = field[0] + "." + field[1] + "".join(f"[{f}]" for f in field[2:])
+    assert problems_of(folder) == [f"{folder / 'diasafety.json'}: {where}: 1,048,576 characters in one string; at "
+                                   "most 65,536"]
+    assert checked == [] and S.load(folder.parent).cards == []
+
+
+def test_the_patterns_over_submitted_text_are_linear():
+    """Strings up to 64 KiB still reach them: quadratic, 40 KB of "a.a.a..." took 4.5 s, and a megabyte would take
+    most of an hour; linear, a megabyte takes a fraction of a second (the bound is generous for a loaded machine)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "leaderboard"))
+    import tables
+
+    start = time.perf_counter()
+    assert privacy.private_values({"git_commit": "a." * 2**19, "url": "a." * 2**19 + "://10.0.0.1/"}) == [
+        ("url", "a private host name or credentials in a URL")]
+    assert tables.parse_size(" " * 2**20 + "1B") == 1.0 and tables.parse_size(" " * 2**20) is None
+    assert time.perf_counter() - start < 10

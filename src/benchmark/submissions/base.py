@@ -30,6 +30,7 @@ MAX_SAMPLES = 100_000  # lines of one samples file (the largest task has about 1
 MAX_SAMPLES_BYTES = 64 * 2**20  # one samples file, decompressed (the largest published one: about 5 MiB)
 MAX_FILES = 200  # entries of one model folder
 MAX_PROBLEMS = 20  # problems listed per file; the rest are counted
+MAX_STRING = 64 * 1024  # characters of one string or key in a card or a sample (the published: 2,853 at most)
 MAX_BOOTSTRAP = 10_000  # a card's bootstrap resamples, which validation draws again (the suite's default: 1,000)
 
 
@@ -69,13 +70,16 @@ class OutOfBounds(ValueError):
 
 def strict_json(text: str) -> Any:
     """JSON as a submission may hold it: no key twice in one object (json.loads would keep the last without a word),
-    no collection nested deeper than MAX_DEPTH. ValueError names what breaks the rule, and where."""
+    no collection nested deeper than MAX_DEPTH, no string longer than MAX_STRING (so no pattern ever reads a longer
+    one). ValueError names what breaks the rule, and where."""
     try:
         value = json.loads(text, object_pairs_hook=_unique_keys)
     except RecursionError:  # far deeper than MAX_DEPTH: the parser gave up before the walk could name the field
         raise OutOfBounds(f"nested deeper than {MAX_DEPTH} levels") from None
     if isinstance(value, (dict, list)):
         _within_bounds(value, 1)
+    elif isinstance(value, str) and len(value) > MAX_STRING:
+        raise OutOfBounds(f"{len(value):,} characters in one string; at most {MAX_STRING:,}")
     return value
 
 
@@ -89,16 +93,21 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
 
 
 def _within_bounds(value: dict | list, depth: int) -> None:
-    """OutOfBounds at the first collection nested deeper than MAX_DEPTH (the walk never goes deeper itself)."""
+    """OutOfBounds at the first collection nested deeper than MAX_DEPTH (the walk never goes deeper itself) or the
+    first string or key longer than MAX_STRING."""
     if depth > MAX_DEPTH:
         raise OutOfBounds(f"nested deeper than {MAX_DEPTH} levels")
     for key, item in value.items() if isinstance(value, dict) else enumerate(value):
-        if isinstance(item, (dict, list)):
-            try:
+        try:
+            if isinstance(key, str) and len(key) > MAX_STRING:
+                raise OutOfBounds(f"a key of {len(key):,} characters; at most {MAX_STRING:,}")
+            if isinstance(item, (dict, list)):
                 _within_bounds(item, depth + 1)
-            except OutOfBounds as e:
-                e.path.insert(0, key)
-                raise
+            elif isinstance(item, str) and len(item) > MAX_STRING:
+                raise OutOfBounds(f"{len(item):,} characters in one string; at most {MAX_STRING:,}")
+        except OutOfBounds as e:
+            e.path.insert(0, key[:40] if isinstance(key, str) else key)
+            raise
 
 
 @functools.lru_cache(maxsize=1)
