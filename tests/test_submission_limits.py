@@ -18,6 +18,7 @@ from test_submissions import _set, edit_card, folder, problems_of  # noqa: F401 
 from benchmark import submissions as S
 from benchmark.hashing import file_sha256
 from benchmark.submissions import privacy
+from benchmark.submissions import samples as SF
 from benchmark.submit import main as submit_main
 from benchmark.submit import validate
 
@@ -199,3 +200,45 @@ def test_the_patterns_over_submitted_text_are_linear():
         ("url", "a private host name or credentials in a URL")]
     assert tables.parse_size(" " * 2**20 + "1B") == 1.0 and tables.parse_size(" " * 2**20) is None
     assert time.perf_counter() - start < 10
+
+
+# ---------------------------------------------------------------------------------------- bounded objects
+
+
+def _parses(monkeypatch) -> list[str]:
+    """The sample lines the reader parses, from now on."""
+    parsed = []
+    real = SF.strict_json
+    monkeypatch.setattr(SF, "strict_json", lambda line: parsed.append(line) or real(line))
+    return parsed
+
+
+def test_a_gzip_of_empty_objects_is_rejected_before_it_is_parsed(folder, monkeypatch):
+    """61 KB of gzip, 60 MiB of `{}` in lines of 4 MiB: parsed, they took 1.5 GB. Each line's values are counted
+    from its commas and brackets before it is parsed, so not even the first one is."""
+    pad = "[" + ",".join(["{}"] * (4 * 2**20 // 3 - 20)) + "]"
+    _write_lines(folder, [f'{{"id": "{i}", "output": {pad}}}' for i in range(15)])
+    assert (folder / SAMPLES).stat().st_size < 100_000
+    parsed = _parses(monkeypatch)
+    assert problems_of(folder) == [f"{folder / SAMPLES}: more than 2,000,000 JSON values by line 1; no task's "
+                                   "samples are that large"]
+    assert parsed == []
+
+
+def test_a_sample_with_a_field_its_kind_does_not_write_is_rejected_at_its_line(folder, monkeypatch):
+    """The honest samples, each padded with an extra field to 63 MB (329 KB of gzip), were accepted at 1.1 GB."""
+    pad = [{}] * 14_300
+    _write_lines(folder, [json.dumps({**json.loads(line), "pad": pad}) for line in _sample_lines(folder)])
+    parsed = _parses(monkeypatch)
+    assert problems_of(folder) == [f"{folder / SAMPLES}: line 1: pad: not a field this task's samples hold (error, "
+                                   "group, id, input, input_sha256, output, prediction, prompt, prompt_sha256, target, "
+                                   "truncated_lines)"]
+    assert len(parsed) == 1
+
+
+def test_an_object_with_too_many_keys_is_rejected(folder):
+    lines = _sample_lines(folder)
+    sample = json.loads(lines[3])
+    lines[3] = json.dumps({**sample, "group": {**sample["group"], **{f"k{i}": 0 for i in range(2_000)}}})
+    _write_lines(folder, lines)
+    assert problems_of(folder) == [f"{folder / SAMPLES}: line 4: group: 2,001 keys in one object; at most 2,000"]

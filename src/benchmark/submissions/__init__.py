@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import BenchmarkError
-from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MODEL_FILE, SAMPLES_SUFFIX, SUBMISSIONS_DIR,
-                   TASKS_DIR, OutOfBounds, Problem, capped, strict_json, task_registry)
+from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MAX_VALUES, MODEL_FILE, SAMPLES_SUFFIX,
+                   SUBMISSIONS_DIR, TASKS_DIR, OutOfBounds, Problem, capped, json_values, strict_json, task_registry)
 from .configs import check_model_config, read_yaml
 from .rules import check_card
 from .samples import read_samples
@@ -60,7 +60,10 @@ def read_card(path: Path) -> dict:
             raw = f.read(MAX_CARD_BYTES + 1)
         if len(raw) > MAX_CARD_BYTES:
             raise BenchmarkError(f"{path}: larger than {MAX_CARD_BYTES // 2**20} MiB; a score card is a summary")
-        card = strict_json(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        if json_values(text) > MAX_VALUES:
+            raise BenchmarkError(f"{path}: more than {MAX_VALUES:,} JSON values; a score card is a summary")
+        card = strict_json(text)
     except OutOfBounds as e:
         raise BenchmarkError(f"{path}: {e}") from None
     except (OSError, UnicodeDecodeError, ValueError) as e:

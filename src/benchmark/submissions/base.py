@@ -24,10 +24,11 @@ KEY_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")  # judge steps and voters, sa
 # every read of a submitted file is bounded: no file can take the validator or the board down
 MAX_CONFIG_BYTES = 64 * 1024
 MAX_CARD_BYTES = 16 * 2**20
-MAX_METRICS = 2_000  # metric keys on one card (a task's own metrics are a few hundred at most)
+MAX_KEYS = 2_000  # keys of one object in a card or a sample (a card's metrics are the most: a few hundred at most)
 MAX_SAMPLE_LINE = 4 * 2**20  # one sample's JSON, decompressed
 MAX_SAMPLES = 100_000  # lines of one samples file (the largest task has about 10,000 records)
 MAX_SAMPLES_BYTES = 64 * 2**20  # one samples file, decompressed (the largest published one: about 5 MiB)
+MAX_VALUES = 2_000_000  # JSON values in one card or samples file (the largest published: about 233,000)
 MAX_FILES = 200  # entries of one model folder
 MAX_PROBLEMS = 20  # problems listed per file; the rest are counted
 MAX_STRING = 64 * 1024  # characters of one string or key in a card or a sample (the published: 2,853 at most)
@@ -68,10 +69,17 @@ class OutOfBounds(ValueError):
         return f"{field}{'…' if len(self.path) > 8 else ''}: {self.args[0]}" if self.path else self.args[0]
 
 
+def json_values(text: str) -> int:
+    """At most how many values parsing `text` as JSON makes: every value but the outermost is an element of an array
+    or an object, and every element but a container's first follows a comma. Counted before parsing (commas and
+    brackets inside strings count too), so a bound on it holds while the parser allocates."""
+    return text.count(",") + text.count("[") + text.count("{") + 1
+
+
 def strict_json(text: str) -> Any:
     """JSON as a submission may hold it: no key twice in one object (json.loads would keep the last without a word),
-    no collection nested deeper than MAX_DEPTH, no string longer than MAX_STRING (so no pattern ever reads a longer
-    one). ValueError names what breaks the rule, and where."""
+    no collection nested deeper than MAX_DEPTH, no object with more than MAX_KEYS keys, no string longer than
+    MAX_STRING (so no pattern ever reads a longer one). ValueError names what breaks the rule, and where."""
     try:
         value = json.loads(text, object_pairs_hook=_unique_keys)
     except RecursionError:  # far deeper than MAX_DEPTH: the parser gave up before the walk could name the field
@@ -93,10 +101,12 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
 
 
 def _within_bounds(value: dict | list, depth: int) -> None:
-    """OutOfBounds at the first collection nested deeper than MAX_DEPTH (the walk never goes deeper itself) or the
-    first string or key longer than MAX_STRING."""
+    """OutOfBounds at the first collection nested deeper than MAX_DEPTH (the walk never goes deeper itself), object
+    with more than MAX_KEYS keys, or string or key longer than MAX_STRING."""
     if depth > MAX_DEPTH:
         raise OutOfBounds(f"nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, dict) and len(value) > MAX_KEYS:
+        raise OutOfBounds(f"{len(value):,} keys in one object; at most {MAX_KEYS:,}")
     for key, item in value.items() if isinstance(value, dict) else enumerate(value):
         try:
             if isinstance(key, str) and len(key) > MAX_STRING:
