@@ -242,3 +242,65 @@ def test_an_object_with_too_many_keys_is_rejected(folder):
     lines[3] = json.dumps({**sample, "group": {**sample["group"], **{f"k{i}": 0 for i in range(2_000)}}})
     _write_lines(folder, lines)
     assert problems_of(folder) == [f"{folder / SAMPLES}: line 4: group: 2,001 keys in one object; at most 2,000"]
+
+
+# ---------------------------------------------------------------------------- a folder with a problem shows nothing
+
+STRAY = "not part of a submission: a model folder holds model.yaml and, per task, TASK.json and TASK.samples.jsonl.gz"
+
+
+def _index_html(folder):
+    (folder / "index.html").write_text("<script>alert(1)</script>")
+
+
+def _evil_py(folder):
+    (folder / "evil.py").write_text("import os; os.system('id')\n")
+
+
+def _dot_env(folder):
+    (folder / ".env").write_text("OPENAI_API_KEY=sk-not-a-real-key\n")
+
+
+def _binary(folder):
+    (folder / "weights.bin").write_bytes(bytes(range(256)) * 4)
+
+
+def _orphan_samples(folder):
+    (folder / "ricota.samples.jsonl.gz").write_bytes((folder / SAMPLES).read_bytes())
+
+
+@pytest.mark.parametrize("add, entry, message", [
+    (_index_html, "index.html", STRAY),
+    (_evil_py, "evil.py", STRAY),
+    (_dot_env, ".env", STRAY),
+    (_binary, "weights.bin", STRAY),
+    (_orphan_samples, "ricota.samples.jsonl.gz", STRAY),
+    (lambda folder: (folder / "extra").mkdir(), "extra", "not a regular file (a symlink or a folder is never read)"),
+])
+def test_a_folder_with_a_stray_entry_shows_none_of_its_cards(folder, add, entry, message):
+    add(folder)
+    valid, problems = validate([folder])
+    assert valid == 0 and [str(p) for p in problems] == [
+        f"{folder / entry}: {message}", f"{folder}: 1 valid card(s) not shown while the folder has problems"]
+    loaded = S.load(folder.parent)  # the board's loader
+    assert loaded.cards == [] and f"{folder / entry}: {message}" in map(str, loaded.rejected)
+
+
+def test_a_folder_of_more_than_200_files_shows_none_of_its_cards(folder):
+    for i in range(198):
+        (folder / f"note-{i:03}.txt").write_text("x")
+    found = problems_of(folder)
+    assert f"{folder}: holds more than 200 files; only the first are read" in found
+    assert S.load(folder.parent).cards == []
+
+
+def test_one_rejected_card_hides_the_other_cards_of_its_folder(tmp_path):
+    """The board's fast checks: three of the four published cards of one folder are valid."""
+    folder = tmp_path / "submissions" / "smollm2-135m-instruct"
+    shutil.copytree(S.SUBMISSIONS_DIR / folder.name, folder)
+    assert len(S.load(folder.parent).cards) == 4
+    edit_card(folder, _set(["metrics", "activation_rate", "value"], 7.0), "toxicchat.json")
+    loaded = S.load(folder.parent)
+    assert loaded.cards == []
+    assert [str(p) for p in loaded.rejected if str(p).startswith(f"{folder}:")] == [
+        f"{folder}: 3 valid card(s) not shown while the folder has problems"]

@@ -17,6 +17,7 @@ This module loads folders: `load` is what the leaderboard and `python -m benchma
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,13 +122,11 @@ def load_folder(folder: Path, thorough: bool = False, allow_remote_code: bool = 
 
 def _load_folder(folder: Path, thorough: bool, allow_remote_code: bool, only: Path | None,
                  data_root: str | None) -> Loaded:
+    """A folder with any problem shows none of its cards: what it holds beside them is part of the submission."""
     out = Loaded()
     config, problems = load_model_folder(folder, allow_remote_code, thorough)
-    entries = sorted(folder.iterdir())[: MAX_FILES + 1]
-    if len(entries) > MAX_FILES:
-        problems.append(Problem(str(folder), "", f"holds more than {MAX_FILES} files; only the first are read"))
-    problems += [Problem(str(p), "", "not a regular file (a symlink or a folder is never read)") for p in entries
-                 if p.is_symlink() or not p.is_file()]
+    entries = sorted(itertools.islice(folder.iterdir(), MAX_FILES + 1))
+    problems += _entry_problems(folder, entries)
     cards = [only] if only is not None else [p for p in entries[:MAX_FILES] if p.name.endswith(CARD_SUFFIX)
                                              and p.is_file() and not p.is_symlink()]
     if not cards:
@@ -146,8 +145,28 @@ def _load_folder(folder: Path, thorough: bool, allow_remote_code: bool, only: Pa
             out.rejected += card_problems
         else:
             out.cards.append(Card(path, card, config))
+    if (out.rejected or problems) and out.cards:
+        problems.append(Problem(str(folder), "", f"{len(out.cards)} valid card(s) not shown while the folder has "
+                                                 "problems"))
+        out.cards = []
     out.rejected = capped(out.rejected + problems)
     return out
+
+
+def _entry_problems(folder: Path, entries: list[Path]) -> list[Problem]:
+    """Every entry of a model folder that is not its model config, a card or a card's samples file."""
+    problems = []
+    if len(entries) > MAX_FILES:
+        problems.append(Problem(str(folder), "", f"holds more than {MAX_FILES} files; only the first are read"))
+    names = {p.name for p in entries}
+    for p in entries[:MAX_FILES]:
+        samples_of = p.name.removesuffix(SAMPLES_SUFFIX) + CARD_SUFFIX if p.name.endswith(SAMPLES_SUFFIX) else None
+        if p.is_symlink() or not p.is_file():
+            problems.append(Problem(str(p), "", "not a regular file (a symlink or a folder is never read)"))
+        elif p.name != MODEL_FILE and not p.name.endswith(CARD_SUFFIX) and samples_of not in names:
+            problems.append(Problem(str(p), "", f"not part of a submission: a model folder holds {MODEL_FILE} and, "
+                                                f"per task, TASK{CARD_SUFFIX} and TASK{SAMPLES_SUFFIX}"))
+    return problems
 
 
 def load_runs(root: Path) -> tuple[Loaded, dict]:
