@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from test_submissions import _set, edit_card, folder, problems_of  # noqa: F401  (fixtures)
+from test_trust import _copy_seed_as
 
 from benchmark import submissions as S
 from benchmark.hashing import file_sha256
@@ -304,3 +305,29 @@ def test_one_rejected_card_hides_the_other_cards_of_its_folder(tmp_path):
     assert loaded.cards == []
     assert [str(p) for p in loaded.rejected if str(p).startswith(f"{folder}:")] == [
         f"{folder}: 3 valid card(s) not shown while the folder has problems"]
+
+
+# ------------------------------------------------------------------------------------------- look-alike names
+
+
+@pytest.mark.parametrize("twin", ["Profanity-Check", "profanity-check ", "profanity-check\n",
+                                  "\uff50rofanity-check"])  # a fullwidth p: NFKC makes it p
+def test_model_folders_whose_names_look_alike_are_a_problem_on_both(folder, twin):
+    _copy_seed_as(folder.parent, twin)
+    assert (folder.parent / twin).is_dir() and len(list(folder.parent.iterdir())) == 2
+    found = [str(p) for p in validate([folder.parent])[1]]
+    for name, other in ((folder.name, twin), (twin, folder.name)):
+        assert f"{folder.parent / name}: looks like the model folder {other!r} beside it (the same name once " \
+               "Unicode-normalised, case-folded and trimmed): a model's name must differ from every other's beyond " \
+               "that" in found, found
+    assert S.load(folder.parent).cards == []  # no look-alike rows on the board
+    # the folder validated on its own, or one of its cards, sees the folder beside it too
+    assert any("looks like the model folder" in str(p) for p in validate([folder / "diasafety.json"])[1])
+
+
+@pytest.mark.parametrize("name", ["profanity-check ", " profanity-check", "profanity-check\n", "profanity\tcheck"])
+def test_a_model_folder_name_with_spaces_at_an_end_or_control_characters_is_rejected(tmp_path, name):
+    _copy_seed_as(tmp_path, name)
+    assert f"{tmp_path / name}: a model folder's name is printable ASCII, at most 100 characters, without a space " \
+           "at either end" in [str(p) for p in validate([tmp_path])[1]]
+    assert S.load(tmp_path).cards == []

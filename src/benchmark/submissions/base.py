@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,8 @@ MODEL_FILE = "model.yaml"
 CARD_SUFFIX = ".json"
 SAMPLES_SUFFIX = ".samples.jsonl.gz"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # what `submit` gives a new folder
-FOLDER = re.compile(r"^[\x21-\x7e][\x20-\x7e]{0,99}$")  # what a published folder may be called: printable ASCII
+# what a published folder may be called (fullmatch): printable ASCII, no space at either end
+FOLDER = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,98}[\x21-\x7e])?")
 KEY_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")  # judge steps and voters, sample ids
 
 # every read of a submitted file is bounded: no file can take the validator or the board down
@@ -67,6 +69,12 @@ class OutOfBounds(ValueError):
     def __str__(self) -> str:
         field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in self.path[:8]).lstrip(".")
         return f"{field}{'…' if len(self.path) > 8 else ''}: {self.args[0]}" if self.path else self.args[0]
+
+
+def name_key(name: str) -> str:
+    """What a model's name looks like on the board: names with one key make look-alike rows (case, Unicode
+    compatibility forms, spaces or a newline at either end)."""
+    return unicodedata.normalize("NFKC", name).casefold().strip()
 
 
 def json_values(text: str) -> int:
