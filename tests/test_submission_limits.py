@@ -74,6 +74,7 @@ def test_a_key_twice_in_a_sample_line_is_rejected(folder):
     (["run", "started_at"], "2026-13-01T03:04:43+00:00", "run.started_at: '2026-13-01T03:04:43+00:00' is not an ISO"),
     (["run", "started_at"], "2026-12-01", "run.started_at: '2026-12-01' is not an ISO 8601 date-time"),
     (["run", "git_commit"], "main", "run.git_commit: 'main' is not valid under any of the given schemas"),
+    (["run", "git_commit"], "a." * 30_000, "run.git_commit: 'a.a.a.a."),
     (["run", "seed"], -1, "run.seed: -1 is less than the minimum of 0"),
     (["run", "bootstrap"], 10**9, "run.bootstrap: 1000000000 resamples; validation draws them again"),
     (["run", "judge_calls"], {"x": 1.5}, "run.judge_calls.x: 1.5 is not of type 'integer'"),
@@ -83,6 +84,7 @@ def test_every_run_field_is_typed_and_checked(folder, field, value, message):
     edit_card(folder, _set(field, value))
     found = problems_of(folder)
     assert any(p.startswith(f"{folder / 'diasafety.json'}: {message}") for p in found), found
+    assert all(len(p) < 600 for p in found)  # a value is quoted, cut to a line
 
 
 @pytest.fixture

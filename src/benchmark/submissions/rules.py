@@ -48,8 +48,13 @@ def _task_sha256(name: str) -> str:
 
 def _schema_problems(card: dict, where: str) -> list[Problem]:
     validator = _validator()
-    return [Problem(where, ".".join(str(p) for p in e.absolute_path) or "(top level)", e.message)
+    return [Problem(where, ".".join(str(p) for p in e.absolute_path) or "(top level)", _short(e.message))
             for e in sorted(validator.iter_errors(card), key=lambda e: list(e.absolute_path))]
+
+
+def _short(message: str, limit: int = 300) -> str:
+    """A message that quotes a submitted value, cut to a readable line."""
+    return message if len(message) <= limit else message[:limit] + f"… ({len(message):,} characters)"
 
 
 def _metric_problems(card: dict, where: str) -> list[Problem]:
