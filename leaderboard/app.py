@@ -94,15 +94,26 @@ def load(root: str, signature: tuple) -> tuple[list, list[str], dict]:
     try:
         showable(cards, registry)
     except Exception:
-        cards = []
-        for card in loaded.cards:
-            try:
-                showable([card], registry)
-            except Exception as e:  # a card the fast checks let through that a table cannot hold
-                rejected.append(f"{card.path}: cannot be shown: {type(e).__name__}: {e}")
-            else:
-                cards.append(card)
+        cards = one_by_one(loaded.cards, registry, rejected)
     return cards, [r.replace(str(Path(root)) + os.sep, "") for r in rejected], registry
+
+
+def one_by_one(cards: list, registry: dict, rejected: list[str]) -> list:
+    """The cards every page can show, each tried on its own; a folder with a card that cannot be shown shows none
+    (a folder is one submission). The reasons go to `rejected`."""
+    failed = set()
+    for card in cards:
+        try:
+            showable([card], registry)
+        except Exception as e:  # a card the fast checks let through that a table cannot hold
+            rejected.append(f"{card.path}: cannot be shown: {type(e).__name__}: {e}")
+            failed.add(card.path)
+    folders = {path.parent for path in failed}
+    for folder in sorted(folders):
+        others = sum(c.path.parent == folder and c.path not in failed for c in cards)
+        if others:
+            rejected.append(f"{folder}: {others} other card(s) not shown: a card of this folder cannot be shown")
+    return [c for c in cards if c.path.parent not in folders]
 
 
 def load_or_report(root: Path) -> tuple[list, list[str], dict]:

@@ -27,7 +27,7 @@ def parse_size(text) -> float | None:
     """Parameters in billions from metadata such as '6.2B', '90M' or '<1M'; None when not stated."""
     if not text:
         return None
-    m = re.match(r"^\s*[<~≈]?\s*([\d.]+)\s*([KMBT])", str(text).upper())
+    m = re.match(r"\s*(?:[<~≈]\s*)?([\d.]+)\s*([KMBT])", str(text).upper())  # linear: each space one way
     if not m:
         return None
     try:

@@ -388,6 +388,25 @@ def test_cards_no_table_can_hold_are_rejected_and_the_rest_show(odd_app):
         assert not at.exception, name
 
 
+def test_a_folder_with_a_card_no_table_can_hold_shows_none_of_its_cards(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    _copy_as(S.SUBMISSIONS_DIR / "smollm2-135m-instruct", tmp_path / "four-cards", "four-cards")
+    card = json.loads((tmp_path / "four-cards" / "diasafety.json").read_text())
+    card["breakdown"]["per_class"] = [0.5, 0.5]
+    (tmp_path / "four-cards" / "diasafety.json").write_text(json.dumps(card))
+    _copy_as(S.SUBMISSIONS_DIR / "profanity-check", tmp_path / "one-card", "one-card")
+    monkeypatch.setattr(S, "load", _accept_all)
+    monkeypatch.setenv("BENCHMARK_SUBMISSIONS", str(tmp_path))
+    monkeypatch.delenv("BENCHMARK_DATA_ROOT", raising=False)
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    assert not at.exception
+    assert list(at.dataframe[0].value["model"]) == ["one-card"]
+    rejected = [t.value for t in at.sidebar.text]
+    assert len(rejected) == 2 and rejected[0].startswith(f"four-cards{os.sep}diasafety.json: cannot be shown: ")
+    assert rejected[1] == "four-cards: 3 other card(s) not shown: a card of this folder cannot be shown"
+
+
 def test_activation_curve_leaves_out_turns_that_are_not_numbers(odd_app):
     at = odd_app
     at.query_params["page"] = "Tasks"

@@ -46,8 +46,8 @@ def folder(tmp_path) -> Path:
     return root / SEED
 
 
-def edit_card(folder: Path, change) -> None:
-    path = folder / "diasafety.json"
+def edit_card(folder: Path, change, name: str = "diasafety.json") -> None:
+    path = folder / name
     card = json.loads(path.read_text())
     change(card)
     path.write_text(json.dumps(card))

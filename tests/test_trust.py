@@ -323,7 +323,7 @@ def _copy_seed_as(root: Path, name: str) -> None:
 
 def test_a_gzip_bomb_of_samples_stops_with_one_problem(folder):
     path = folder / "diasafety.samples.jsonl.gz"
-    line = json.dumps({"id": "0", "prediction": "Safe", "pad": "x" * 1000}) + "\n"
+    line = json.dumps({"id": "0", "prediction": "Safe", "output": "x" * 1000}) + "\n"
     with gzip.open(path, "wt") as f:  # 100 MiB of lines, about 0.5 MB compressed
         for _ in range(100 * 1024):
             f.write(line)
@@ -342,7 +342,7 @@ def test_a_card_with_a_hundred_thousand_metrics_is_one_problem(folder):
     assert time.perf_counter() - start < 30
     n = len(json.loads((folder / "diasafety.json").read_text())["metrics"])
     assert [p for p in found if "diasafety.json" in p] == [
-        f"{folder / 'diasafety.json'}: metrics: {n:,} metrics; a task computes at most a few hundred"]
+        f"{folder / 'diasafety.json'}: metrics: {n:,} keys in one object; at most 2,000"]
 
 
 def test_problems_are_capped_per_file(folder):

@@ -1,9 +1,11 @@
 """YAML read as data: every config file the suite composes or a submission carries is checked here first, so a bad
 one is one line naming the file and the cause, never a traceback, a hang or code.
 
-A file must be UTF-8 and small; no node may carry a tag (`!function`, `!!python/object`); no mapping may repeat a key
-(YAML lets the second silently win); and anchors and aliases may not expand it past MAX_NODES (a few lines of
-nested aliases can stand for billions of nodes, which a loader that copies them never finishes).
+A file must be UTF-8 and small; no collection may be nested deeper than MAX_DEPTH (libyaml composes nodes recursively
+in C: a document nested deep enough crashes the process); no node may carry a tag (`!function`, `!!python/object`);
+no mapping may repeat a key (YAML lets the second silently win); and anchors and aliases may not expand it past
+MAX_NODES (a few lines of nested aliases can stand for billions of nodes, which a loader that copies them never
+finishes).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from . import BenchmarkError
 
 MAX_BYTES = 1 << 20
 MAX_NODES = 100_000
+MAX_DEPTH = 32  # collections nested in one another (the suite's own configs: 6 at most)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp")}
 
@@ -42,6 +45,7 @@ def read_text(path: Path, max_bytes: int = MAX_BYTES) -> str:
 def check(text: str, where: str, aliases: bool = True):
     """The document's node graph, once it passes the rules above (aliases=False: no alias at all)."""
     try:
+        _check_depth(text, where)
         root = yaml.compose(text, Loader=_LOADER)
     except yaml.YAMLError as e:
         raise BenchmarkError(f"{where}: not valid YAML: {' '.join(str(e).split())}") from None
@@ -83,6 +87,25 @@ def check(text: str, where: str, aliases: bool = True):
 
     size(root)
     return root
+
+
+def _check_depth(text: str, where: str) -> None:
+    """No collection nested deeper than MAX_DEPTH, found from the parser's events, before any node is composed; the
+    problem names the line and the top-level key it is under."""
+    depth, top, items, mapping = 0, None, 0, False
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        elif isinstance(event, yaml.NodeEvent):
+            if depth == 1 and mapping:  # the top level's keys and values, in turn
+                top = getattr(event, "value", top) if items % 2 == 0 else top
+                items += 1
+            if isinstance(event, yaml.CollectionStartEvent):
+                mapping = mapping or (depth == 0 and isinstance(event, yaml.MappingStartEvent))
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise BenchmarkError(f"{where}: line {event.start_mark.line + 1}: {top or '(top level)'}: nested "
+                                         f"deeper than {MAX_DEPTH} levels")
 
 
 def load(path: Path, aliases: bool = True, max_bytes: int = MAX_BYTES) -> Any:

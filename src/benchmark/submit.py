@@ -101,8 +101,9 @@ def validate(paths: list[Path], allow_remote_code: bool = False,
         elif not path.is_dir():
             problems.append(S.Problem(str(path), "", "no such file or folder"))
             continue
-        # a submissions folder holds model folders; a model folder holds only files
-        elif not any(p.is_dir() for p in path.iterdir() if not p.name.startswith(".")):
+        # a model folder holds its model config (and never a folder); a submissions folder holds model folders
+        elif (path / S.MODEL_FILE).exists() or not any(p.is_dir() for p in path.iterdir()
+                                                        if not p.name.startswith(".")):
             loaded = S.load_folder(path, True, allow_remote_code, data_root=data_root)
         else:
             loaded = S.load(path, thorough=True, allow_remote_code=allow_remote_code, data_root=data_root)

@@ -17,14 +17,15 @@ This module loads folders: `load` is what the leaderboard and `python -m benchma
 
 from __future__ import annotations
 
-import json
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import BenchmarkError
 from ..files import inside
-from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MODEL_FILE, SAMPLES_SUFFIX, SUBMISSIONS_DIR,
-                   TASKS_DIR, Problem, capped, task_registry)
+from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MAX_VALUES, MODEL_FILE, SAMPLES_SUFFIX,
+                   SUBMISSIONS_DIR, TASKS_DIR, OutOfBounds, Problem, capped, json_values, name_key, strict_json,
+                   task_registry)
 from .configs import check_model_config, read_yaml
 from .rules import check_card
 from .samples import read_samples
@@ -63,8 +64,13 @@ def read_card(path: Path) -> dict:
             raw = f.read(MAX_CARD_BYTES + 1)
         if len(raw) > MAX_CARD_BYTES:
             raise BenchmarkError(f"{path}: larger than {MAX_CARD_BYTES // 2**20} MiB; a score card is a summary")
-        card = json.loads(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        text = raw.decode("utf-8")
+        if json_values(text) > MAX_VALUES:
+            raise BenchmarkError(f"{path}: more than {MAX_VALUES:,} JSON values; a score card is a summary")
+        card = strict_json(text)
+    except OutOfBounds as e:
+        raise BenchmarkError(f"{path}: {e}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as e:
         raise BenchmarkError(f"{path}: not a readable JSON score card: {e}") from None
     if not isinstance(card, dict):
         raise BenchmarkError(f"{path}: a score card is a JSON object")
@@ -74,8 +80,9 @@ def read_card(path: Path) -> dict:
 def load_model_folder(folder: Path, allow_remote_code: bool = False, thorough: bool = True
                       ) -> tuple[dict | None, list[Problem]]:
     path = folder / MODEL_FILE
-    if not FOLDER.match(folder.name):
-        return None, [Problem(str(folder), "", "a model folder's name is printable ASCII, at most 100 characters")]
+    if not FOLDER.fullmatch(folder.name):
+        return None, [Problem(str(folder), "", "a model folder's name is printable ASCII, at most 100 characters, "
+                                               "without a space at either end")]
     if not path.is_file() and not path.is_symlink():
         return None, [Problem(str(path), "", "missing: every model folder holds its model config")]
     try:
@@ -95,15 +102,13 @@ def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code
     out = Loaded()
     root = Path(root)
     folders = sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
+    names = _folder_names(root)
     for folder in folders:
         if folder.is_symlink() or not folder.is_dir():
             if folder.is_symlink() or folder.suffix not in (".json", ".sh"):  # the folder's own keys and scripts
                 out.rejected.append(Problem(str(folder), "", "not a model folder (a symlink or a stray file)"))
             continue
-        try:
-            one = load_folder(folder, thorough, allow_remote_code, data_root=data_root)
-        except Exception as e:  # whatever one folder does, the others still load
-            one = Loaded(rejected=[Problem(str(folder), "", f"could not be checked: {type(e).__name__}: {e}")])
+        one = load_folder(folder, thorough, allow_remote_code, data_root=data_root, siblings=names)
         out.cards += one.cards
         out.rejected += one.rejected
     out.rejected = capped(out.rejected)
@@ -111,15 +116,28 @@ def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code
 
 
 def load_folder(folder: Path, thorough: bool = False, allow_remote_code: bool = False,
-                only: Path | None = None, data_root: str | None = None) -> Loaded:
-    """One model folder (or, with `only`, one card of it): its accepted cards and the problems of the others."""
+                only: Path | None = None, data_root: str | None = None, siblings: list[str] | None = None) -> Loaded:
+    """One model folder (or, with `only`, one card of it): its accepted cards and the problems of the others. Whatever
+    the folder holds, it gives problems, never an exception (so the other folders still load). `siblings`: the names
+    of the folders beside it (by default read from its parent), which its name must not look like."""
+    try:
+        names = _folder_names(folder.parent) if siblings is None else siblings
+        return _load_folder(folder, thorough, allow_remote_code, only, data_root, names)
+    except Exception as e:
+        return Loaded(rejected=[Problem(str(folder), "", f"could not be checked: {type(e).__name__}: {str(e)[:300]}")])
+
+
+def _load_folder(folder: Path, thorough: bool, allow_remote_code: bool, only: Path | None,
+                 data_root: str | None, siblings: list[str]) -> Loaded:
+    """A folder with any problem shows none of its cards: what it holds beside them is part of the submission."""
     out = Loaded()
     config, problems = load_model_folder(folder, allow_remote_code, thorough)
-    entries = sorted(folder.iterdir())[: MAX_FILES + 1]
-    if len(entries) > MAX_FILES:
-        problems.append(Problem(str(folder), "", f"holds more than {MAX_FILES} files; only the first are read"))
-    problems += [Problem(str(p), "", "not a regular file (a symlink or a folder is never read)") for p in entries
-                 if p.is_symlink() or not p.is_file()]
+    problems += [Problem(str(folder), "", f"looks like the model folder {other!r} beside it (the same name once "
+                                          "Unicode-normalised, case-folded and trimmed): a model's name must differ "
+                                          "from every other's beyond that")
+                 for other in siblings if other != folder.name and name_key(other) == name_key(folder.name)]
+    entries = sorted(itertools.islice(folder.iterdir(), MAX_FILES + 1))
+    problems += _entry_problems(folder, entries)
     cards = [only] if only is not None else [p for p in entries[:MAX_FILES] if p.name.endswith(CARD_SUFFIX)
                                              and p.is_file() and not p.is_symlink()]
     if not cards:
@@ -138,8 +156,33 @@ def load_folder(folder: Path, thorough: bool = False, allow_remote_code: bool = 
             out.rejected += card_problems
         else:
             out.cards.append(Card(path, card, config))
+    if (out.rejected or problems) and out.cards:
+        problems.append(Problem(str(folder), "", f"{len(out.cards)} valid card(s) not shown while the folder has "
+                                                 "problems"))
+        out.cards = []
     out.rejected = capped(out.rejected + problems)
     return out
+
+
+def _folder_names(root: Path) -> list[str]:
+    """The names of the model folders under root (those a board would show a row for)."""
+    return [p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink()] if root.is_dir() else []
+
+
+def _entry_problems(folder: Path, entries: list[Path]) -> list[Problem]:
+    """Every entry of a model folder that is not its model config, a card or a card's samples file."""
+    problems = []
+    if len(entries) > MAX_FILES:
+        problems.append(Problem(str(folder), "", f"holds more than {MAX_FILES} files; only the first are read"))
+    names = {p.name for p in entries}
+    for p in entries[:MAX_FILES]:
+        samples_of = p.name.removesuffix(SAMPLES_SUFFIX) + CARD_SUFFIX if p.name.endswith(SAMPLES_SUFFIX) else None
+        if p.is_symlink() or not p.is_file():
+            problems.append(Problem(str(p), "", "not a regular file (a symlink or a folder is never read)"))
+        elif p.name != MODEL_FILE and not p.name.endswith(CARD_SUFFIX) and samples_of not in names:
+            problems.append(Problem(str(p), "", f"not part of a submission: a model folder holds {MODEL_FILE} and, "
+                                                f"per task, TASK{CARD_SUFFIX} and TASK{SAMPLES_SUFFIX}"))
+    return problems
 
 
 def load_runs(root: Path) -> tuple[Loaded, dict]:

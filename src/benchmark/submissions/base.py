@@ -4,10 +4,14 @@ the tasks a card may belong to."""
 from __future__ import annotations
 
 import functools
+import json
 import re
+import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 from ..paths import REPO_ROOT, TASKS_DIR  # noqa: F401  (TASKS_DIR: where the board finds a task's definition)
+from ..safe_yaml import MAX_DEPTH  # collections nested in any submitted value, JSON or YAML (the published: 10)
 
 SUBMISSIONS_DIR = REPO_ROOT / "submissions"
 VERIFIER_KEYS = SUBMISSIONS_DIR / "verifier_keys.json"
@@ -15,18 +19,22 @@ MODEL_FILE = "model.yaml"
 CARD_SUFFIX = ".json"
 SAMPLES_SUFFIX = ".samples.jsonl.gz"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # what `submit` gives a new folder
-FOLDER = re.compile(r"^[\x21-\x7e][\x20-\x7e]{0,99}$")  # what a published folder may be called: printable ASCII
+# what a published folder may be called (fullmatch): printable ASCII, no space at either end
+FOLDER = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,98}[\x21-\x7e])?")
 KEY_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")  # judge steps and voters, sample ids
 
 # every read of a submitted file is bounded: no file can take the validator or the board down
 MAX_CONFIG_BYTES = 64 * 1024
 MAX_CARD_BYTES = 16 * 2**20
-MAX_METRICS = 2_000  # metric keys on one card (a task's own metrics are a few hundred at most)
+MAX_KEYS = 2_000  # keys of one object in a card or a sample (a card's metrics are the most: a few hundred at most)
 MAX_SAMPLE_LINE = 4 * 2**20  # one sample's JSON, decompressed
 MAX_SAMPLES = 100_000  # lines of one samples file (the largest task has about 10,000 records)
 MAX_SAMPLES_BYTES = 64 * 2**20  # one samples file, decompressed (the largest published one: about 5 MiB)
+MAX_VALUES = 2_000_000  # JSON values in one card or samples file (the largest published: about 233,000)
 MAX_FILES = 200  # entries of one model folder
 MAX_PROBLEMS = 20  # problems listed per file; the rest are counted
+MAX_STRING = 64 * 1024  # characters of one string or key in a card or a sample (the published: 2,853 at most)
+MAX_BOOTSTRAP = 10_000  # a card's bootstrap resamples, which validation draws again (the suite's default: 1,000)
 
 
 @dataclass
@@ -49,6 +57,75 @@ def capped(problems: list[Problem]) -> list[Problem]:
     out += [Problem(path, "", f"and {n - MAX_PROBLEMS} more problems") for path, n in per_file.items()
             if n > MAX_PROBLEMS]
     return out
+
+
+class OutOfBounds(ValueError):
+    """A JSON value past one of the limits; `path` leads to it from the top (keys, and indexes of arrays)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.path: list[str | int] = []
+
+    def __str__(self) -> str:
+        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in self.path[:8]).lstrip(".")
+        return f"{field}{'…' if len(self.path) > 8 else ''}: {self.args[0]}" if self.path else self.args[0]
+
+
+def name_key(name: str) -> str:
+    """What a model's name looks like on the board: names with one key make look-alike rows (case, Unicode
+    compatibility forms, spaces or a newline at either end)."""
+    return unicodedata.normalize("NFKC", name).casefold().strip()
+
+
+def json_values(text: str) -> int:
+    """At most how many values parsing `text` as JSON makes: every value but the outermost is an element of an array
+    or an object, and every element but a container's first follows a comma. Counted before parsing (commas and
+    brackets inside strings count too), so a bound on it holds while the parser allocates."""
+    return text.count(",") + text.count("[") + text.count("{") + 1
+
+
+def strict_json(text: str) -> Any:
+    """JSON as a submission may hold it: no key twice in one object (json.loads would keep the last without a word),
+    no collection nested deeper than MAX_DEPTH, no object with more than MAX_KEYS keys, no string longer than
+    MAX_STRING (so no pattern ever reads a longer one). ValueError names what breaks the rule, and where."""
+    try:
+        value = json.loads(text, object_pairs_hook=_unique_keys)
+    except RecursionError:  # far deeper than MAX_DEPTH: the parser gave up before the walk could name the field
+        raise OutOfBounds(f"nested deeper than {MAX_DEPTH} levels") from None
+    if isinstance(value, (dict, list)):
+        _within_bounds(value, 1)
+    elif isinstance(value, str) and len(value) > MAX_STRING:
+        raise OutOfBounds(f"{len(value):,} characters in one string; at most {MAX_STRING:,}")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"key {twice!r} appears twice in one object; a JSON reader would silently keep the last")
+    return out
+
+
+def _within_bounds(value: dict | list, depth: int) -> None:
+    """OutOfBounds at the first collection nested deeper than MAX_DEPTH (the walk never goes deeper itself), object
+    with more than MAX_KEYS keys, or string or key longer than MAX_STRING."""
+    if depth > MAX_DEPTH:
+        raise OutOfBounds(f"nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, dict) and len(value) > MAX_KEYS:
+        raise OutOfBounds(f"{len(value):,} keys in one object; at most {MAX_KEYS:,}")
+    for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+        try:
+            if isinstance(key, str) and len(key) > MAX_STRING:
+                raise OutOfBounds(f"a key of {len(key):,} characters; at most {MAX_STRING:,}")
+            if isinstance(item, (dict, list)):
+                _within_bounds(item, depth + 1)
+            elif isinstance(item, str) and len(item) > MAX_STRING:
+                raise OutOfBounds(f"{len(item):,} characters in one string; at most {MAX_STRING:,}")
+        except OutOfBounds as e:
+            e.path.insert(0, key[:40] if isinstance(key, str) else key)
+            raise
 
 
 @functools.lru_cache(maxsize=1)

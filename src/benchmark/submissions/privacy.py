@@ -54,7 +54,9 @@ def _local(path: str, roots: list[tuple[Path, str]]) -> str:
     return "<local>/" + p.name
 
 
-URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.I)
+# a URL's scheme starts where a run of scheme characters does: tried at every letter of "a.a.a...", the scheme would
+# rescan the rest of the run each time (quadratic); from the run's start only, the pattern is linear in the text
+URL = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.I)
 
 
 def _scrub_string(s: str, roots: list[tuple[Path, str]], secrets: list[tuple[str, str]]) -> str:

@@ -13,18 +13,23 @@ never believed:
 from __future__ import annotations
 
 import functools
+import itertools
 import math
+import re
+from datetime import datetime
 from pathlib import Path
 
 import jsonschema
 
 from .. import BenchmarkError
 from ..hashing import file_sha256
-from .base import CARD_SUFFIX, KEY_NAME, MAX_METRICS, SAMPLES_SUFFIX, Problem, task_registry
+from .base import CARD_SUFFIX, KEY_NAME, MAX_BOOTSTRAP, SAMPLES_SUFFIX, Problem, task_registry
 from .configs import check_model_config, full_config, model_config_node
 from .privacy import private_values
-from .samples import DATA_KEYS, read_samples
+from .samples import DATA_KEYS, SAMPLE_FIELDS, read_samples
 from .signing import verification_problems
+
+DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3}|\.\d{6})?(?:Z|[+-]\d{2}:\d{2})")
 
 
 @functools.lru_cache(maxsize=1)
@@ -51,8 +56,13 @@ def _essential_task(config) -> dict:
 
 def _schema_problems(card: dict, where: str) -> list[Problem]:
     validator = _validator()
-    return [Problem(where, ".".join(str(p) for p in e.absolute_path) or "(top level)", e.message)
+    return [Problem(where, ".".join(str(p) for p in e.absolute_path) or "(top level)", _short(e.message))
             for e in sorted(validator.iter_errors(card), key=lambda e: list(e.absolute_path))]
+
+
+def _short(message: str, limit: int = 300) -> str:
+    """A message that quotes a submitted value, cut to a readable line."""
+    return message if len(message) <= limit else message[:limit] + f"… ({len(message):,} characters)"
 
 
 def _metric_problems(card: dict, where: str) -> list[Problem]:
@@ -63,9 +73,9 @@ def _metric_problems(card: dict, where: str) -> list[Problem]:
     for name, m in card["metrics"].items():
         at = f"metrics.{name}"
         values = {k: m[k] for k in ("value", "ci_low", "ci_high")}
-        bad = [k for k, v in values.items() if not isinstance(v, (int, float)) or not math.isfinite(v)]
+        bad = [k for k, v in values.items() if not _finite(v)]
         if bad:
-            problems.append(Problem(where, f"{at}.{bad[0]}", f"{values[bad[0]]!r} is not a finite number"))
+            problems.append(Problem(where, f"{at}.{bad[0]}", f"{values[bad[0]]!r:.40} is not a finite number"))
             continue
         if "unit" not in m and not all(-1e-9 <= v <= 1 + 1e-9 for v in values.values()):
             problems.append(Problem(where, at, f"a share must lie in [0, 1]; got {values}"))
@@ -103,12 +113,8 @@ def _config_problems(card: dict, where: str, thorough: bool, allow_remote_code: 
     """Every config on the card follows the rules for submitted configs; thorough: its hash is recomputed."""
     from ..models import model_sha256
 
-    configs = [("model.", card["model"])]
-    configs += [(f"judges[{i}].", j) for i, j in enumerate(card.get("judges", [])) if "config" in j]
-    if "attacker" in card and "config" in card["attacker"]:
-        configs.append(("attacker.", card["attacker"]))
     problems = []
-    for prefix, entry in configs:
+    for prefix, entry in _roles(card):
         found = check_model_config(entry["config"], where, allow_remote_code, prefix + "config.", thorough)
         problems += found
         if thorough and not found and entry.get("config_sha256") != model_sha256(model_config_node(entry["config"])):
@@ -132,13 +138,99 @@ def _weights_problems(entry: dict, where: str, prefix: str) -> list[Problem]:
     return []
 
 
+def _roles(card: dict) -> list[tuple[str, dict]]:
+    """Every model entry on a card (the model, each judge, the attacker), with the prefix of its fields."""
+    roles = [("model.", card["model"])] + [(f"judges[{i}].", j) for i, j in enumerate(card.get("judges", []))]
+    return roles + ([("attacker.", card["attacker"])] if "attacker" in card else [])
+
+
+def _identity_problems(card: dict, where: str) -> list[Problem]:
+    """Each model entry's name and backend are its config's: a card cannot claim one backend and run another."""
+    return [Problem(where, f"{prefix}{key}", f"{entry[key]!r:.100} is not its config's {key} "
+                                             f"({entry['config'].get(key)!r:.100})")
+            for prefix, entry in _roles(card) for key in ("name", "backend") if entry[key] != entry["config"].get(key)]
+
+
+def _task_data(known: dict) -> tuple[set[str], str]:
+    """Where a task's records come from, as a run names it (data_root, the task's URL or its hub data set; a dialogue
+    attack's seed sources joined in order: data.load_rows, kinds/dialogue.py), and the split they are."""
+    def origins(data: dict) -> set[str]:
+        return {o for o in (f"data_root:{data['path']}", data.get("url"), data.get("hub") and f"hub:{data['hub']}")
+                if o}
+
+    seeds = (known.get("dialogue") or {}).get("seeds")
+    if seeds:
+        return {" + ".join(o) for o in itertools.product(*(origins(s["data"]) for s in seeds))}, "seeds"
+    return origins(known["data"]), known["data"]["split"]
+
+
+def _source_problems(card: dict, known: dict, where: str) -> list[Problem]:
+    """The card's data is the task's own: read from where the task reads it, and the task's split."""
+    sources, split = _task_data(known)
+    dataset, name = card["dataset"], card["task"]["name"]
+    problems = []
+    if dataset["split"] != split:
+        problems.append(Problem(where, "dataset.split", f"{dataset['split']!r:.100}: task {name} scores its "
+                                                        f"{split!r} split"))
+    if dataset["source"] not in sources:
+        problems.append(Problem(where, "dataset.source", f"{dataset['source']!r:.200} is not where task {name} reads "
+                                                         f"its data ({' or '.join(sorted(sources))})"))
+    return problems
+
+
+def _run_problems(run: dict, where: str) -> list[Problem]:
+    """A published run: every number finite, started at a date-time, over the whole split, without failures."""
+    problems = [Problem(where, field, f"{value!r:.40} is not a finite number") for field, value in _numbers(run, "run")
+                if not _finite(value)]
+    if not _date_time(run["started_at"]):
+        problems.append(Problem(where, "run.started_at", f"{run['started_at']!r:.60} is not an ISO 8601 date-time "
+                                                         "(such as 2025-01-31T12:00:00+00:00)"))
+    if run["limit"] is not None:
+        problems.append(Problem(where, "run.limit", f"{run['limit']}: a published card covers the whole split; run "
+                                                    "without limit="))
+    if run["failed"]:
+        problems.append(Problem(where, "run.failed", f"{run['failed']} requests failed; a published card has none: "
+                                                     "rerun the same command, which asks only those again"))
+    return problems
+
+
+def _numbers(value, at: str):
+    """Every number in a value, with its field: (field, number)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _numbers(v, f"{at}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _numbers(v, f"{at}[{i}]")
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield at, value
+
+
+def _finite(value) -> bool:
+    """A JSON number that is not NaN or Infinity, nor an integer too large for a float."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _date_time(value: str) -> bool:
+    if not DATE_TIME.fullmatch(value):
+        return False
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:  # such as month 13
+        return False
+    return True
+
+
 def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool = True,
                allow_remote_code: bool = False, data_root: str | None = None) -> list[Problem]:
     """Every rule a published card follows. `thorough=False` (the leaderboard, on cards CI has validated) skips
     reading the samples file, type-checking the configs' values and recomputing their hashes."""
     where = str(path)
-    if isinstance(card.get("metrics"), dict) and len(card["metrics"]) > MAX_METRICS:
-        return [Problem(where, "metrics", f"{len(card['metrics']):,} metrics; a task computes at most a few hundred")]
     problems = _schema_problems(card, where)
     if problems:
         return problems
@@ -163,19 +255,14 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
         problems.append(Problem(where, "model.name", f"{card['model']['name']!r} is not the folder's name "
                                                      f"{path.parent.name!r}"))
     problems += _pinned_problems(card, known, where)
+    problems += _source_problems(card, known, where)
     problems += _validation_problems(card, known, where)
     for i, judge in enumerate(card.get("judges", [])):
         for key in ("step", "voter"):
             if not KEY_NAME.match(str(judge.get(key, ""))):
                 problems.append(Problem(where, f"judges[{i}].{key}", f"{judge.get(key)!r}: letters, digits, . _ : -"))
-    run = card["run"]
-    problems += _statistics_problems(run, where)
-    if run["limit"] is not None:
-        problems.append(Problem(where, "run.limit", f"{run['limit']}: a published card covers the whole split; run "
-                                                    "without limit="))
-    if run["failed"]:
-        problems.append(Problem(where, "run.failed", f"{run['failed']} requests failed; a published card has none: "
-                                                     "rerun the same command, which asks only those again"))
+    problems += _statistics_problems(card["run"], where)
+    problems += _run_problems(card["run"], where)
     problems += _metric_problems(card, where)
     if model_config is not None and not check_model_config(card["model"]["config"], where, True, "model.config.",
                                                            thorough):
@@ -183,6 +270,7 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
             problems.append(Problem(where, "model.config", "differs from the folder's model.yaml"))
         elif full_config({"metadata": card["model"]["metadata"]})["metadata"] != full_config(model_config)["metadata"]:
             problems.append(Problem(where, "model.metadata", "differs from the metadata in model.yaml"))
+    problems += _identity_problems(card, where)
     problems += _config_problems(card, where, thorough, allow_remote_code)
     problems += [Problem(where, f, f"holds {what}; package runs with `python -m benchmark.submit`")
                  for f, what in private_values({k: v for k, v in card.items() if k != "verification"})]
@@ -270,10 +358,13 @@ def _kind(card: dict):
 def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root: str | None) -> list[Problem]:
     from ..kinds import reference_sha256
 
+    if card["run"]["bootstrap"] > MAX_BOOTSTRAP:
+        return [Problem(where, "run.bootstrap", f"{card['run']['bootstrap']!r:.40} resamples; validation draws them "
+                                                f"again, so a published card uses at most {MAX_BOOTSTRAP:,}")]
     if file_sha256(path) != card["samples"]["sha256"]:
         return [Problem(where, "samples.sha256", f"does not match {path.name}")]
     try:
-        samples = read_samples(path)
+        samples = read_samples(path, SAMPLE_FIELDS[card["task"]["kind"]] | set(DATA_KEYS))  # texts: reported below
     except BenchmarkError as e:
         return [Problem(str(path), "", str(e).removeprefix(f"{path}: "))]
     problems = []
@@ -318,7 +409,8 @@ def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root
             problems.append(Problem(where, f"metrics.{name}", "not a metric the task computes from these samples"
                                     if mine is None else "missing: the task computes it from these samples"))
         elif any(not _close(mine.get(k), theirs.get(k)) for k in ("value", "ci_low", "ci_high", "n", "unit")):
-            problems.append(Problem(where, f"metrics.{name}", f"{theirs} is not what the samples give: {mine}"))
+            problems.append(Problem(where, f"metrics.{name}", f"{str(theirs)[:200]} is not what the samples give: "
+                                                              f"{mine}"))
     for key, differs in _differences(breakdown, card["breakdown"], "breakdown"):
         problems.append(Problem(where, key, differs))
     return problems
@@ -364,5 +456,8 @@ def _close(a, b) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b))
+        try:
+            return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b))
+        except OverflowError:  # an integer too large for a float is close to itself only
+            return a == b
     return a == b

@@ -13,11 +13,20 @@ from pathlib import Path
 
 from .. import BenchmarkError
 from ..hashing import sha256_json
-from .base import MAX_SAMPLE_LINE, MAX_SAMPLES, MAX_SAMPLES_BYTES
+from .base import MAX_SAMPLE_LINE, MAX_SAMPLES, MAX_SAMPLES_BYTES, MAX_VALUES, json_values, strict_json
 from .privacy import scrub
 
 # a sample's copies of the data set's own texts; the data sets' licences differ, so submissions keep hashes only
 DATA_KEYS = ("input", "prompt")
+# the fields each kind's samples hold (kinds/classify.py, attack.py, dialogue.py: their samples), as packaged: the
+# data set's texts replaced by their hashes
+SAMPLE_FIELDS = {
+    "classify": frozenset({"id", "input_sha256", "prompt_sha256", "output", "error", "target", "group", "prediction",
+                           "truncated_lines"}),
+    "attack": frozenset({"id", "input_sha256", "prompt_sha256", "unmatched", "responses", "group", "error"}),
+    "dialogue_attack": frozenset({"id", "input_sha256", "turns", "activated_turn", "trigger_flagged", "group",
+                                  "error"}),
+}
 
 
 def _strings(value) -> set[str]:
@@ -65,28 +74,44 @@ def write_samples(samples: list[dict], path: Path) -> str:
     return hashlib.sha256(buf.getvalue()).hexdigest()
 
 
-def read_samples(path: Path) -> list[dict]:
+def read_samples(path: Path, fields: frozenset[str] | None = None) -> list[dict]:
     """Every sample of a samples file (a submission's gzipped one, or a run's own samples.jsonl); BenchmarkError naming
-    the file and line when one is not a sample, or when the file is larger, decompressed, than any task's can be."""
+    the file and line when one is not a sample (with `fields`: holds a field its kind does not write), or when the
+    file is larger, decompressed, than any task's can be (bytes, lines or JSON values, each checked before a line is
+    parsed)."""
     samples = []
-    read = 0
+    read = values = 0
     opener = gzip.open if str(path).endswith(".gz") else open
     try:
         with opener(path, "rt", encoding="utf-8") as f:
             while line := f.readline(MAX_SAMPLE_LINE):
-                read += len(line)
+                read, values = read + len(line), values + json_values(line)
                 if not line.endswith("\n") and len(line) >= MAX_SAMPLE_LINE:
                     raise BenchmarkError(f"{path}: line {len(samples) + 1} is longer than "
                                          f"{MAX_SAMPLE_LINE // 2**20} MiB")
                 if read > MAX_SAMPLES_BYTES or len(samples) >= MAX_SAMPLES:
                     raise BenchmarkError(f"{path}: more than {MAX_SAMPLES_BYTES // 2**20} MiB or {MAX_SAMPLES:,} "
                                          "lines once decompressed; no task's samples are that large")
-                if not line.strip():
-                    continue
-                sample = json.loads(line)
-                if not isinstance(sample, dict) or not isinstance(sample.get("id"), str):
-                    raise BenchmarkError(f"{path}: line {len(samples) + 1} is not a sample (an object with a string id)")
-                samples.append(sample)
-    except (OSError, EOFError, UnicodeDecodeError, ValueError, zlib.error) as e:  # gzip, text and JSON errors
+                if values > MAX_VALUES:
+                    raise BenchmarkError(f"{path}: more than {MAX_VALUES:,} JSON values by line {len(samples) + 1}; "
+                                         "no task's samples are that large")
+                if line.strip():
+                    samples.append(_sample(line, f"{path}: line {len(samples) + 1}", fields))
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as e:  # gzip and text errors
         raise BenchmarkError(f"{path}: unreadable: {e}") from None
     return samples
+
+
+def _sample(line: str, where: str, fields: frozenset[str] | None) -> dict:
+    """One line of a samples file as a sample: strict JSON, an object with a string id (and only `fields`)."""
+    try:
+        sample = strict_json(line)
+    except ValueError as e:
+        raise BenchmarkError(f"{where}: {e}") from None
+    if not isinstance(sample, dict) or not isinstance(sample.get("id"), str):
+        raise BenchmarkError(f"{where} is not a sample (an object with a string id)")
+    unknown = sorted(set(sample) - fields) if fields is not None else []
+    if unknown:
+        raise BenchmarkError(f"{where}: {unknown[0][:40]}: not a field this task's samples hold "
+                             f"({', '.join(sorted(fields))})")
+    return sample
