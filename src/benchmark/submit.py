@@ -207,6 +207,9 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
     same_output = sum(kind.outputs(submitted[i]) == kind.outputs(rerun[i]) for i in compared)
     disagreeing = [i for i in compared if kind.verdicts(submitted[i]) != kind.verdicts(rerun[i])]
     same_verdict = len(compared) - len(disagreeing)
+    # the judges are deterministic: on the outputs both runs gave, they must have voted the same
+    misjudged = [i for i in compared if kind.outputs(submitted[i]) == kind.outputs(rerun[i])
+                 and kind.judgements(submitted[i]) != kind.judgements(rerun[i])]
     other_reference = [i for i in ids if any(submitted[i].get(f) != rerun[i].get(f) for f in kind.reference_fields)]
     agreement = same_verdict / len(compared) if compared else 0.0
     # the judges' flags on their labelled set decide the corrected rate: the verifier's judges must give the same
@@ -222,9 +225,11 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
         "verdict_agreement": round(agreement, 4),
         "output_agreement": round(same_output / len(compared), 4) if compared else 0.0,
         "reference_mismatches": len(other_reference),
+        "judgement_mismatches": len(misjudged),
         **({"judging_validation_agrees": judges_agree} if claimed is not None else {}),
         "min_agreement": min_agreement,
         "disagreeing_ids": disagreeing[:20],
+        **({"misjudged_ids": misjudged[:20]} if misjudged else {}),
     }
     result = {"verified": verified_from(result), **result}
     card = {k: v for k, v in card.items() if k != "verification"}

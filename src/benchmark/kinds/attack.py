@@ -181,6 +181,13 @@ class Attack(Kind):
         return [r.get("verdict") for r in sample.get("responses", [])]
 
     @staticmethod
+    def judgements(sample: dict):
+        """Whether the record was matched, and each response's votes."""
+        from .derived import votes_of
+
+        return [sample.get("unmatched"), [votes_of(r.get("judgements")) for r in sample.get("responses", [])]]
+
+    @staticmethod
     def sample_row(sample: dict) -> dict:
         responses = sample.get("responses") or []
         return {"id": str(sample.get("id", "")), "error": sample.get("error") or "",

@@ -89,6 +89,12 @@ class Kind(ABC):
         """What the task concluded from it, comparable between two runs of the same record."""
 
     @staticmethod
+    def judgements(sample: dict):
+        """What each judge voted on each judged output ({step: {voter: flagged}} per output), comparable between two
+        runs: where both runs gave the same outputs, the judges must have said the same of them. None: no judges."""
+        return None
+
+    @staticmethod
     @abstractmethod
     def sample_row(sample: dict) -> dict:
         """The sample as one row of a table (the sample browser): short fields; texts under `outputs`."""

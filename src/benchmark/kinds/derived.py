@@ -85,3 +85,11 @@ def panel_problems(steps, judgements, verdict, tie_policy: str, at: str, none: s
     if verdict != expected:
         return [(f"{at}.verdict", f"{verdict!r} is not what its judgements give: {expected!r}")]
     return []
+
+
+def votes_of(judgements) -> dict:
+    """{step: {voter: flagged}}: what a judged item's voters said, without their scores and answers' wording."""
+    if not isinstance(judgements, dict):
+        return {}
+    return {step: {voter: v.get("flagged") for voter, v in (j.get("votes") or {}).items() if isinstance(v, dict)}
+            for step, j in judgements.items() if isinstance(j, dict)}

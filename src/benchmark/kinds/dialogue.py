@@ -95,6 +95,14 @@ class DialogueAttack(Kind):
         return sample.get("activated_turn")
 
     @staticmethod
+    def judgements(sample: dict):
+        """Each turn's votes on the target's reply and on the attacker's utterance."""
+        from .derived import votes_of
+
+        return [[votes_of(t.get("judgements")), votes_of(t.get("attacker_judgements"))]
+                for t in sample.get("turns", [])]
+
+    @staticmethod
     def sample_row(sample: dict) -> dict:
         turns = sample.get("turns") or []
         return {"id": str(sample.get("id", "")), "error": sample.get("error") or "",
