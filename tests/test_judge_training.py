@@ -148,3 +148,13 @@ def test_unknown_judges_and_bad_settings_are_named(tmp_path):
     with pytest.raises(BenchmarkError, match="toxicchat-classifier.yaml.*epochz"):
         train("toxicchat-classifier", ["epochz=3"])
     assert main(["frobnicate", "x"]) == 2
+
+
+def test_list_judges_says_which_are_trained_here_and_how_to_train_the_others(tmp_path, monkeypatch):
+    from benchmark.catalog import listing
+
+    monkeypatch.chdir(tmp_path)  # no checkpoints here
+    text = listing("judges")
+    assert "trained judges (python -m benchmark.judge train NAME):" in text
+    assert "toxicchat-classifier  not trained here: python -m benchmark.judge train toxicchat-classifier (about" in text
+    assert "diasafety-detector    not trained here: python -m benchmark.judge train diasafety-detector" in text

@@ -64,6 +64,13 @@ def listing(what: str | None = None) -> str:
         rows = describe(group)
         width = max((len(n) for n, _ in rows), default=0) + 2
         lines += [f"{group} ({GROUPS[group]}):"] + [f"  {name:<{width}}{line}" for name, line in rows] + [""]
+        if group == "judges":  # the judges the suite trains: here or not, and how good
+            from .judge.train import shipped, trained_status
+
+            names = shipped()
+            width = max(len(n) for n in names) + 2
+            lines += ["trained judges (python -m benchmark.judge train NAME):"]
+            lines += [f"  {name:<{width}}{trained_status(name)}" for name in names] + [""]
     return "\n".join(lines).rstrip()
 
 

@@ -56,6 +56,31 @@ def load_config(name: str, overrides: list[str] = ()):
     return cfg
 
 
+def trained_status(name: str) -> str:
+    """One line for `list judges`: whether the judge is trained here, with its measured figures, or how to train it."""
+    from . import EVALUATION
+
+    if name == DETECTOR:
+        from ..detector import DEFAULT_DIR, TRAIN_MINUTES
+        from ..detector import MANIFEST as DETECTOR_MANIFEST
+
+        folder, manifest, minutes = Path(DEFAULT_DIR), DETECTOR_MANIFEST, TRAIN_MINUTES
+    else:
+        folder, manifest = Path(f"checkpoints/{name}"), MANIFEST
+        minutes = OmegaConf.load(config_path(name)).get("minutes")
+    if not (folder / manifest).is_file():
+        return f"not trained here: python -m benchmark.judge train {name} (about {minutes} minutes on 2 CPU cores)"
+    evaluation = folder / EVALUATION
+    if not evaluation.is_file():
+        return f"trained in {folder}; not measured yet: python -m benchmark.judge evaluate {name}"
+    e = json.loads(evaluation.read_text())
+    if "test" in e:  # the detector's report: its DiaSafety test figures
+        e = e["test"]
+        return f"trained in {folder}; DiaSafety test fine macro F1 {100 * e['fine_macro_f1']:.1f}, coarse {100 * e['coarse_macro_f1']:.1f}"
+    return (f"trained in {folder}; {e['set']} test F1 {100 * e['f1']:.1f} (P {100 * e['precision']:.1f}, "
+            f"R {100 * e['recall']:.1f}), AUPRC {e['auprc']}, threshold {e['threshold']:.3f}")
+
+
 def how_to_train(name: str | None, folder: Path) -> str:
     """What a run that needs an untrained judge is told: the command that makes it and how long it takes."""
     if name and config_path(name).is_file():
