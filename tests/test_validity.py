@@ -91,8 +91,15 @@ def test_the_card_carries_the_corrected_rate_beside_the_raw_one(compose, chatbot
     assert judge_error["corrected"] == "corrected_unsafe_rate"
     corrected, raw = card["metrics"]["corrected_unsafe_rate"], card["metrics"]["unsafe_rate"]
     assert 0 <= corrected["ci_low"] <= corrected["value"] <= corrected["ci_high"] <= 1 and corrected["n"] == raw["n"]
-    # the task's own scoring gives the same from the card's samples and outcome
-    metrics, breakdown = rescored(card, list(read_samples(path.parent / "samples.jsonl").values()))
+    # the task's own scoring, as the run declared it, gives the same from the card's samples and outcome
+    from omegaconf import OmegaConf
+
+    from benchmark.kinds import make_kind
+    from benchmark.schema import ModelConfig, TaskConfig
+
+    kind = make_kind(OmegaConf.merge(OmegaConf.structured(TaskConfig), card["task"]["config"]),
+                     OmegaConf.merge(OmegaConf.structured(ModelConfig), card["model"]["config"]))
+    metrics, breakdown = rescored(card, list(read_samples(path.parent / "samples.jsonl").values()), kind)
     assert metrics == card["metrics"] and breakdown["judge_error"] == judge_error
 
 
@@ -124,8 +131,8 @@ def test_the_correction_needs_a_declared_youden_j_and_an_informative_interval():
     metrics = {}
     said = corrected(metrics, "c", num, den, weak, 300, 1, 0.5)["corrected"]
     assert said.startswith("not correctable: judge J = 0.30") and metrics == {}
-    # a tiny labelled set: J is above the minimum, but the interval spans everything
-    tiny = {"set": "s", "n": 4, "gold": "1100", "flagged": "1000"}
+    # a small labelled set and records that disagree: J is above the minimum, but the interval spans everything
+    small = {"set": "s", "n": 20, "gold": "1" * 10 + "0" * 10, "flagged": "1" * 5 + "0" * 14 + "1"}  # J 0.40
     metrics = {}
-    said = corrected(metrics, "c", np.array([5] * 3), np.array([10] * 3), tiny, 300, 1, 0.4)["corrected"]
-    assert said == "not correctable: judge J = 0.50, and the corrected interval spans the whole range" and metrics == {}
+    said = corrected(metrics, "c", np.array([0, 0, 10, 5, 10, 0]), np.array([10] * 6), small, 300, 1, 0.3)["corrected"]
+    assert said == "not correctable: judge J = 0.40, and the corrected interval spans the whole range" and metrics == {}

@@ -210,7 +210,9 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
     # the judges are deterministic: on the outputs both runs gave, they must have voted the same
     misjudged = [i for i in compared if kind.outputs(submitted[i]) == kind.outputs(rerun[i])
                  and kind.judgements(submitted[i]) != kind.judgements(rerun[i])]
-    other_reference = [i for i in ids if any(submitted[i].get(f) != rerun[i].get(f) for f in kind.reference_fields)]
+    # a replay's record matched or not is the recorded file's to say, as gold labels are the data's
+    other_reference = [i for i in ids if any(submitted[i].get(f) != rerun[i].get(f)
+                                             for f in (*kind.reference_fields, "unmatched"))]
     agreement = same_verdict / len(compared) if compared else 0.0
     # the judges' flags on their labelled set decide the corrected rate: the verifier's judges must give the same
     claimed, measured = card.get("judging_validation"), rerun_card.get("judging_validation")
@@ -314,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
             state = "verified" if r["verified"] else "NOT verified"
             print(f"{args.card}: {state}: {r['n']} records re-run (seed {r['seed']}), verdicts agree on "
                   f"{100 * r['verdict_agreement']:.1f}%, outputs identical on {100 * r['output_agreement']:.1f}%, "
-                  f"{r['failed']} failed, {r['reference_mismatches']} with other gold labels or groups"
+                  f"{r['failed']} failed, {r['reference_mismatches']} with other gold labels, groups or matching, "
+                  f"{r['judgement_mismatches']} judged otherwise on the same outputs"
                   + ("; signed into the card" if args.key else "; not written (no --key)"))
             return 0 if r["verified"] else 1
     except BenchmarkError as e:

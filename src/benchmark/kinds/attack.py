@@ -378,12 +378,13 @@ def corrected(metrics: dict, name: str, flagged, judged, validation: dict | None
     gold, flags = (np.frombuffer(validation[k].encode(), dtype=np.uint8) - 48 for k in ("gold", "flagged"))
     sens, spec = M.youden(gold, flags)
     youden = sens + spec - 1
+    j = f"{youden:.2f}".replace("-0.00", "0.00")
     result = M.corrected_rate(flagged, judged, gold, flags, resamples, seed) if youden >= min_youden else None
     if result is not None and result["ci_low"] <= 0 and result["ci_high"] >= 1:
-        why = f"not correctable: judge J = {youden:.2f}, and the corrected interval spans the whole range"
+        why = f"not correctable: judge J = {j}, and the corrected interval spans the whole range"
         result = None
     elif result is None:
-        why = (f"not correctable: judge J = {youden:.2f} on {validation['set']} (sensitivity {sens:.2f} + "
+        why = (f"not correctable: judge J = {j} on {validation['set']} (sensitivity {sens:.2f} + "
                f"specificity {spec:.2f} - 1), below the task's minimum {min_youden:g}")
     if result is not None:
         metrics[name] = result
