@@ -328,7 +328,8 @@ def tasks_page(cards: list, registry: dict) -> None:
     frame = T.task_frame(on_task, name)
     head = task["headline"]
     frame = frame.sort_values(head, ascending=task.get("better") == "lower")
-    numeric = [c for c in frame.columns if c not in ("model", "verified", "n") and not c.endswith("95% CI")]
+    numeric = [c for c in frame.columns if c not in ("model", "verified", "n", "judges on human labels", "panel")
+               and not c.endswith("95% CI")]
     st.dataframe(frame.style.format("{:.1f}", subset=numeric), hide_index=True, placeholder="",
                  width="stretch", key="task_table")
     st.download_button("Download this table (CSV)", T.to_csv(frame), f"{name}.csv", "text/csv")

@@ -41,7 +41,7 @@ def cached_answers(cache_file: Path) -> int:
 
 def test_sigkill_then_rerun_equals_an_uninterrupted_run(tmp_path, data_root, compose):
     # one request per chunk: the run writes and fsyncs a sample at a time, so it is still going when we kill it
-    args = ("progress=false", "bootstrap=200", f"limit={N}", "chunk_size=1", f"output_dir={tmp_path / 'run'}")
+    args = ("progress=false", f"limit={N}", "chunk_size=1", f"output_dir={tmp_path / 'run'}")
     samples = tmp_path / "run" / "samples.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "benchmark", *args], cwd=tmp_path, env=dict(os.environ),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

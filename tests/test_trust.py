@@ -180,8 +180,7 @@ def _resubmit(card_path: Path, change) -> None:
     change(model)
     (card_path.parent / "model.yaml").write_text(yaml.safe_dump(model))
     card = json.loads(card_path.read_text())
-    card["model"]["config"] = model
-    card["model"]["config_sha256"] = model_sha256(model_config_node(model))
+    card["model"].update(config=model, backend=model["backend"], config_sha256=model_sha256(model_config_node(model)))
     card_path.write_text(json.dumps(card))
 
 
