@@ -13,8 +13,10 @@ from conftest import SMOLLM2
 from benchmark.runner import run
 
 MODEL = (f"model={SMOLLM2}", "model.generation.max_new_tokens=12")
-# judges that need no trained detector: the utterance step is the installed classifier, the context step keywords
-JUDGES = ("judge.models.context.backend=keywords", "judge.models.context.phrases=[idiot,stupid,hate]",
+# judges that need no trained judge: the utterance step is the installed profanity classifier, the context step
+# keywords
+JUDGES = ("judge.models.utterance.backend=profanity-check", "judge.models.utterance.pretrained=null",
+          "judge.models.context.backend=keywords", "judge.models.context.phrases=[idiot,stupid,hate]",
           "judge.models.context.pretrained=null")
 
 
