@@ -241,8 +241,9 @@ def overview_page(cards: list, registry: dict) -> None:
     chosen = [c for c in cards if c.card["task"]["name"] in shown_tasks
               and (not only_verified or T.verified(c.card))]
     # a card judged by another panel than its task's is never ranked beside the others: shown apart, below
-    apart = [c for c in chosen if T.nonstandard(c.card)]
-    chosen = [c for c in chosen if not T.nonstandard(c.card)]
+    standard = {id(c): T.nonstandard(c.card) is None for c in chosen}
+    apart = [c for c in chosen if not standard[id(c)]]
+    chosen = [c for c in chosen if standard[id(c)]]
     frame = T.overview(chosen, registry)
     if not frame.empty:
         if pick_size:

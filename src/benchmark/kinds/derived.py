@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from jinja2 import meta
 
-from ..templates import _compile
+from ..templates import render
 from .classify import INVALID
 
 Problem = tuple[str, str]  # (field, what is wrong), for one sample
@@ -23,7 +23,7 @@ def constant_flag(step) -> str | None:
         return None
     if meta.find_undeclared_variables(SandboxedEnvironment().parse(step.spec.flag)):
         return None
-    return step.parse(_compile(step.spec.flag).render())
+    return step.parse(render(step.spec.flag, {}, f"{step.where}.flag"))
 
 
 def vote_problems(step, vote, at: str) -> list[Problem]:
