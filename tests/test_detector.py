@@ -110,9 +110,10 @@ def test_train_then_evaluate(design, tiny_encoder, synthetic_root, tmp_path):
     expected = {"one_vs_all": 3, "multiclass": 6, "multihead": 15}[design]
     assert model.config.num_labels == expected
 
-    again = detector_cli("train", f"design={design}", f"encoder={tiny_encoder}", f"data_root={synthetic_root}",
-                         f"output_dir={out}", cwd=tmp_path)
-    assert again.returncode == 2 and "already holds a trained detector" in again.stderr
+    if design == "multihead":  # the refusal is the same for every design: one check, one process fewer for two
+        again = detector_cli("train", f"design={design}", f"encoder={tiny_encoder}", f"data_root={synthetic_root}",
+                             f"output_dir={out}", cwd=tmp_path)
+        assert again.returncode == 2 and "already holds a trained detector" in again.stderr
 
     report_dir = tmp_path / "report"
     done = detector_cli("evaluate", f"detectors=[{out},{tmp_path / 'missing'}]", f"data_root={synthetic_root}",

@@ -76,8 +76,8 @@ def test_attacks_itself_over_several_turns(compose, smollm2, data_root, monkeypa
 
 
 def test_classifies_korean_conversations(compose, smollm2, data_root):
-    card, path = run(compose(*MODEL, "task=ricota", "limit=2", "model.generation.max_new_tokens=24"))
-    assert card["run"]["failed"] == 0 and card["run"]["model_calls"] == 2
+    card, path = run(compose(*MODEL, "task=ricota", "limit=1", "model.generation.max_new_tokens=8"))
+    assert card["run"]["failed"] == 0 and card["run"]["model_calls"] == 1
     assert all(answered(s["output"]) for s in samples_of(path))
 
 
@@ -103,6 +103,7 @@ def test_is_the_target_and_the_judge_of_cpad(compose, smollm2, tmp_path):
     assert 0 <= card["metrics"]["judge_invalid_rate"]["value"] <= 1
 
 
+@pytest.mark.slow  # about 40 s; CI serves the tiny model instead (test_api.py)
 def test_answers_through_an_openai_compatible_server(compose, smollm2_server, data_root):
     url, served = smollm2_server
     card, path = run(compose("model=openai-chat", f"model.base_url={url}", f"model.served_model={served}",

@@ -4,6 +4,7 @@ the run recorded as it was asked for."""
 from __future__ import annotations
 
 import json
+import re
 
 from conftest import run_cli
 from test_dialogue import scripted  # noqa: F401  (a fixture: scripted seeds, attacker and target)
@@ -17,7 +18,8 @@ def test_list_names_every_config_with_a_line_about_it(tmp_path):
     out = done.stdout
     for header in ("tasks (", "models (", "judges (", "attackers ("):
         assert header in out
-    assert "smollm2-135m-instruct  SmolLM2-135M-Instruct (Hugging Face, Apache-2.0)" in out
+    assert re.search(r"\n  smollm2-135m-instruct +SmolLM2-135M-Instruct \(Hugging Face, Apache-2.0\)", out)
+    assert re.search(r"\n  qwen2.5-coder-0.5b-instruct +Qwen2.5-Coder-0.5B-Instruct \(Alibaba's Qwen team, Apache-2.0\)", out)
     assert "toxicchat          en  dialogue_attack  Share of conversations" in out
     assert run_cli("list", "judges", cwd=tmp_path).stdout.startswith("judges (")
     wrong = run_cli("list", "nothing", cwd=tmp_path)

