@@ -20,7 +20,7 @@ def test_list_names_every_config_with_a_line_about_it(tmp_path):
         assert header in out
     assert re.search(r"\n  smollm2-135m-instruct +SmolLM2-135M-Instruct \(Hugging Face, Apache-2.0\)", out)
     assert re.search(r"\n  qwen2.5-coder-0.5b-instruct +Qwen2.5-Coder-0.5B-Instruct \(Alibaba's Qwen team, Apache-2.0\)", out)
-    assert "toxicchat          en  dialogue_attack  Share of conversations" in out
+    assert re.search(r"\n  toxicchat +en  dialogue_attack  Share of conversations", out)
     assert run_cli("list", "judges", cwd=tmp_path).stdout.startswith("judges (")
     wrong = run_cli("list", "nothing", cwd=tmp_path)
     assert wrong.returncode == 2 and "list nothing: choose one of tasks, models, judges, attackers" in wrong.stderr
