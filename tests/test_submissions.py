@@ -296,6 +296,21 @@ def test_strip_sample_hashes_data_texts_wherever_they_recur():
     assert out["target"] == "Offending User" and out["error"] == "could not reach http://<host>:8000/v1"
 
 
+def test_an_answer_that_is_one_of_the_tasks_labels_is_kept_where_the_data_holds_it_too(compose):
+    """A model answering "Offending User" gives the task's label, which the record's category also is: packaged as
+    the answer, so validation parses it again to the same prediction."""
+    from omegaconf import OmegaConf
+
+    task = OmegaConf.to_container(compose("task=diasafety").task, resolve=True)
+    sample = {"id": "7", "input": {"context": "a user's message", "category": "Offending User"},
+              "prompt": [{"role": "user", "content": "a user's message"}], "output": "Offending User",
+              "prediction": "Offending User"}
+    assert SF.strip_sample(sample)["output"].startswith("sha256:")
+    assert SF.strip_sample(sample, SF.task_strings(task))["output"] == "Offending User"
+    copied = {**sample, "output": "a user's message"}  # a copy of the data's own text is still hashed
+    assert SF.strip_sample(copied, SF.task_strings(task))["output"].startswith("sha256:")
+
+
 def test_package_a_run_then_verify_it(compose, data_root, tmp_path, verifier_key):
     card, path = run(compose("model=profanity-check", "task=diasafety"))
     root = tmp_path / "subs"

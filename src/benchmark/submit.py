@@ -31,7 +31,7 @@ from .submissions.base import NAME, capped
 from .submissions.configs import model_config_node, read_yaml
 from .submissions.privacy import scrub
 from .submissions.rules import check_card
-from .submissions.samples import strip_sample, write_samples
+from .submissions.samples import strip_sample, task_strings, write_samples
 from .submissions.signing import card_sha256, keygen, sign, verified_from
 
 
@@ -77,7 +77,8 @@ def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None =
         staged = Path(tmp) / name
         staged.mkdir()
         samples_file = staged / (task + S.SAMPLES_SUFFIX)
-        sha = write_samples([strip_sample(s) for s in samples.values()], samples_file)
+        own = task_strings(card["task"].get("config"))
+        sha = write_samples([strip_sample(s, own) for s in samples.values()], samples_file)
         card["samples"] = {"file": samples_file.name, "sha256": sha, "n": len(samples)}
         (staged / S.MODEL_FILE).write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True),
                                            encoding="utf-8")
@@ -201,7 +202,8 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
         rerun_card, rerun_path = run(cfg)
         kind = make_kind(cfg.task, cfg.model)
         # compared as submitted: the data set's texts hashed
-        rerun = {i: strip_sample(s) for i, s in read_samples(rerun_path.parent / "samples.jsonl").items()}
+        own = task_strings(card["task"].get("config"))
+        rerun = {i: strip_sample(s, own) for i, s in read_samples(rerun_path.parent / "samples.jsonl").items()}
 
     compared = [i for i in ids if not submitted[i].get("error") and not rerun[i].get("error")]
     same_output = sum(kind.outputs(submitted[i]) == kind.outputs(rerun[i]) for i in compared)

@@ -37,10 +37,12 @@ def _strings(value) -> set[str]:
     return {value} if isinstance(value, str) and len(value) >= 8 else set()
 
 
-def strip_sample(sample: dict) -> dict:
+def strip_sample(sample: dict, task_texts: frozenset[str] = frozenset()) -> dict:
     """The data set's texts replaced by their hash, also where a sample repeats one (a dialogue's opening turn is
-    the seed sentence); the model's outputs and the judgements kept; errors scrubbed of private values."""
-    texts = set().union(*(_strings(sample.get(k)) for k in DATA_KEYS))
+    the seed sentence); the model's outputs and the judgements kept; errors scrubbed of private values.
+    `task_texts` (task_strings: the task definition's own, such as its labels) stay as they are where the data set
+    holds them too: an answer "Offending User" is the model's label, not a copy of the record's category."""
+    texts = set().union(*(_strings(sample.get(k)) for k in DATA_KEYS)) - task_texts
 
     def go(value):
         if isinstance(value, dict):
@@ -62,6 +64,11 @@ def strip_sample(sample: dict) -> dict:
         else:
             out[k] = v
     return out
+
+
+def task_strings(task_config) -> frozenset[str]:
+    """Every string of a task's definition (its labels, aliases, templates): the suite's own text, never hashed."""
+    return frozenset(_strings(task_config))
 
 
 def write_samples(samples: list[dict], path: Path) -> str:
