@@ -258,7 +258,8 @@ def overview_page(cards: list, registry: dict) -> None:
     if heads:
         rank_by = st.selectbox("Rank by", heads, key="f_rank")
         frame = frame.sort_values(rank_by, ascending=rank_by.endswith("↓"), na_position="last")
-    st.dataframe(frame.style.format("{:.1f}", subset=heads), hide_index=True, width="stretch", placeholder="",
+    figures = heads + [c for c in frame.columns if c.endswith(" · judge F1")]
+    st.dataframe(frame.style.format("{:.1f}", subset=figures), hide_index=True, width="stretch", placeholder="",
                  height=T.table_height(len(frame)), key="overview_table")
     st.download_button("Download this table (CSV)", T.to_csv(frame), "leaderboard.csv", "text/csv")
     shown = set(frame["model"])
@@ -282,7 +283,8 @@ def apart_table(apart: list, registry: dict) -> None:
     st.markdown("**Judged by a non-standard panel** (not ranked: their rates come from judges the suite has not "
                 "measured as the task's)")
     st.dataframe(pd.DataFrame([{"model": c.card["model"]["name"], "task": c.card["task"]["name"],
-                                "headline": T.shown(c.card["metrics"][registry[c.card["task"]["name"]]["headline"]]),
+                                "headline": round(T.shown(c.card["metrics"][registry[c.card["task"]["name"]]
+                                                          ["headline"]]), 1),
                                 "why": T.nonstandard(c.card)} for c in apart]),
                  hide_index=True, width="stretch", key="nonstandard_table")
 
