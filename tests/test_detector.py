@@ -87,7 +87,9 @@ def detector_cli(*args, cwd):
                           text=True, timeout=600)
 
 
-@pytest.mark.parametrize("design", ["one_vs_all", "multiclass", "multihead"])
+# the default design in every run; the other two (20 s each) with -m slow
+@pytest.mark.parametrize("design", [pytest.param("one_vs_all", marks=pytest.mark.slow),
+                                    pytest.param("multiclass", marks=pytest.mark.slow), "multihead"])
 def test_train_then_evaluate(design, tiny_encoder, synthetic_root, tmp_path):
     out = tmp_path / "det"
     done = detector_cli("train", f"design={design}", f"encoder={tiny_encoder}", f"data_root={synthetic_root}",

@@ -197,12 +197,12 @@ def test_verify_never_sends_a_secret_where_a_submitted_config_says(compose, data
     with pytest.raises(BenchmarkError, match="the card's model .* calls out over the network; give the endpoint"):
         verify(out, n=5, data_root=str(data_root))
     sent_before = len(server.requests)
-    result = verify(out, n=5, data_root=str(data_root), endpoints={"model": server.url})
+    monkeypatch.setenv("MAINTAINER_KEY", "the-maintainers-own-key")
+    result = verify(out, n=5, data_root=str(data_root), endpoints={"model": server.url},
+                    key_envs={"model": "MAINTAINER_KEY"})
     assert result["verified"] and len(server.requests) == sent_before + 5
     assert not any("the-maintainers-cloud-secret" in json.dumps(h) for h in server.headers)
-    monkeypatch.setenv("MAINTAINER_KEY", "the-maintainers-own-key")
-    verify(out, n=3, data_root=str(data_root), endpoints={"model": server.url}, key_envs={"model": "MAINTAINER_KEY"})
-    assert server.headers[-1]["Authorization"] == "Bearer the-maintainers-own-key"
+    assert [h["Authorization"] for h in server.headers[-5:]] == ["Bearer the-maintainers-own-key"] * 5
     assert submit_main(["verify", str(out), "--endpoint", "judge=http://x", "--data-root", str(data_root)]) == 2
 
 
@@ -229,12 +229,11 @@ def test_verify_runs_an_lm_eval_api_model_only_against_the_maintainers_endpoint(
                                                    "give the endpoint to verify it with: --endpoint model=URL"), err
     assert len(server.requests) == sent_before
 
-    verify(out, n=5, data_root=str(data_root), endpoints={"model": server.url})
+    monkeypatch.setenv("MAINTAINER_KEY", "the-maintainers-own-key")
+    verify(out, n=5, data_root=str(data_root), endpoints={"model": server.url}, key_envs={"model": "MAINTAINER_KEY"})
     assert len(server.requests) == sent_before + 5  # the maintainer's endpoint answered them all
     assert not any("the-maintainers-openai-key" in json.dumps(h) for h in server.headers)
-    monkeypatch.setenv("MAINTAINER_KEY", "the-maintainers-own-key")
-    verify(out, n=2, data_root=str(data_root), endpoints={"model": server.url}, key_envs={"model": "MAINTAINER_KEY"})
-    assert [h["Authorization"] for h in server.headers[-2:]] == ["Bearer the-maintainers-own-key"] * 2
+    assert [h["Authorization"] for h in server.headers[-5:]] == ["Bearer the-maintainers-own-key"] * 5
 
 
 def test_lm_eval_api_models_send_only_the_key_their_config_names(compose, data_root, fake_api,  # noqa: F811
