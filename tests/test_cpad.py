@@ -40,6 +40,23 @@ LAYOUTS = {
 }
 
 
+def run_with_goal_judge(compose, tmp_path, model: str, *overrides):
+    """CPAD on the fixture with `model` as the target (overrides) and as the goal question's judge (4 new tokens):
+    the card and the path of its samples' run."""
+    import yaml
+
+    from benchmark.runner import run
+
+    root, conf = tmp_path / "data", tmp_path / "conf"
+    write_fixture(root)
+    (conf / "judge").mkdir(parents=True)
+    (conf / "judge" / f"cpad-{model}.yaml").write_text(yaml.safe_dump(
+        {"defaults": [{"/model@models.goal": model}, "_self_"], "name": f"cpad-{model}",
+         "models": {"goal": {"generation": {"max_new_tokens": 4}}}}))
+    return run(compose(f"hydra.searchpath=[file://{conf}]", "task=cpad", f"data_root={root}", f"judge=cpad-{model}",
+                       f"model={model}", *overrides))
+
+
 def write_fixture(root, layout: str = "mirror"):
     names = LAYOUTS[layout]
     (root / "cpad").mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 from conftest import QWEN
 
 from benchmark.runner import run
@@ -35,16 +34,9 @@ def test_answers_korean_conversations_in_json(compose, qwen, data_root):
 def test_is_the_target_and_the_judge_of_cpad(compose, qwen, tmp_path):
     """CPAD on the fixture in CPAD's schema: Qwen answers each Chinese attack prompt in Chinese, then judges each
     answer with a label the task reads."""
-    from test_cpad import SCORED, write_fixture
+    from test_cpad import SCORED, run_with_goal_judge
 
-    root, conf = tmp_path / "data", tmp_path / "conf"
-    write_fixture(root)
-    (conf / "judge").mkdir(parents=True)
-    (conf / "judge" / "cpad-qwen.yaml").write_text(yaml.safe_dump(
-        {"defaults": [{"/model@models.goal": QWEN}, "_self_"], "name": "cpad-qwen",
-         "models": {"goal": {"generation": {"max_new_tokens": 4}}}}))
-    card, path = run(compose(f"hydra.searchpath=[file://{conf}]", "task=cpad", f"data_root={root}",
-                             "judge=cpad-qwen", *MODEL))
+    card, path = run_with_goal_judge(compose, tmp_path, QWEN)
     assert card["run"]["model_calls"] == SCORED and card["run"]["judge_calls"] == {"goal": SCORED}
     assert card["run"]["failed"] == 0 and card["judges"][0]["name"] == QWEN
     for s in samples_of(path):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 from conftest import SMOLLM2
 
 from benchmark.runner import run
@@ -83,16 +82,9 @@ def test_classifies_korean_conversations(compose, smollm2, data_root):
 
 def test_is_the_target_and_the_judge_of_cpad(compose, smollm2, tmp_path):
     """CPAD on the fixture in CPAD's schema: SmolLM2 answers each attack prompt, then judges each answer."""
-    from test_cpad import SCORED, write_fixture
+    from test_cpad import SCORED, run_with_goal_judge
 
-    root, conf = tmp_path / "data", tmp_path / "conf"
-    write_fixture(root)
-    (conf / "judge").mkdir(parents=True)
-    (conf / "judge" / "cpad-smollm2.yaml").write_text(yaml.safe_dump(
-        {"defaults": [{"/model@models.goal": SMOLLM2}, "_self_"], "name": "cpad-smollm2",
-         "models": {"goal": {"generation": {"max_new_tokens": 4}}}}))
-    card, path = run(compose(f"hydra.searchpath=[file://{conf}]", "task=cpad", f"data_root={root}",
-                             "judge=cpad-smollm2", *MODEL))
+    card, path = run_with_goal_judge(compose, tmp_path, SMOLLM2, *MODEL[1:])
     assert card["run"]["model_calls"] == SCORED and card["run"]["judge_calls"] == {"goal": SCORED}
     assert card["run"]["failed"] == 0 and card["judges"][0]["name"] == SMOLLM2
     for s in samples_of(path):
