@@ -28,7 +28,7 @@ from .models import model_sha256
 from .models.base import Reach
 from .models.registry import backend_class
 from .submissions.base import NAME, capped
-from .submissions.configs import model_config_node, read_yaml
+from .submissions.configs import full_config, model_config_node, read_yaml
 from .submissions.privacy import scrub
 from .submissions.rules import check_card
 from .submissions.samples import strip_sample, task_strings, write_samples
@@ -63,7 +63,8 @@ def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None =
     config = card["model"]["config"]
     folder = Path(to) / name
     model_file = folder / S.MODEL_FILE
-    if model_file.exists() and read_yaml(model_file) != config:
+    # the same config up to defaults: a field added to the schema since the folder was made reads as its default
+    if model_file.exists() and full_config(read_yaml(model_file)) != full_config(config):
         raise BenchmarkError(f"{model_file} holds another config of model {name}; a folder holds one model "
                              "config: give this one another name (model.name=...)")
     target = folder / (task + S.CARD_SUFFIX)
