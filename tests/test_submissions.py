@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from benchmark import submissions as S
 from benchmark.paths import REPO_ROOT
@@ -356,6 +357,23 @@ def test_verify_catches_submitted_predictions_the_model_does_not_make(compose, d
     assert submit_main(["verify", str(out), "--n", "20", "--data-root", str(data_root),
                         "--key", str(verifier_key)]) == 2  # not re-run: it does not validate
     assert "verification" not in json.loads(out.read_text())
+
+
+def test_packaging_into_a_folder_made_before_a_config_field_existed(compose, data_root, tmp_path, capsys):
+    """A folder's model.yaml written before the schema gained a field (it reads as its default) holds the same
+    config; one that differs in a value is refused."""
+    _, path = run(compose("model=profanity-check", "task=diasafety"))
+    folder = tmp_path / "subs" / "profanity-check"
+    folder.mkdir(parents=True)
+    config = json.loads((path.parent / "scorecard.json").read_text())["model"]["config"]
+    older = {k: v for k, v in config.items() if k != "split_weights"}
+    (folder / S.MODEL_FILE).write_text(yaml.safe_dump(older, sort_keys=False))
+    out, _ = package(path.parent, tmp_path / "subs", str(data_root))
+    assert validate([folder]) == (1, [])
+    (folder / S.MODEL_FILE).write_text(yaml.safe_dump({**older, "threshold": 0.9}, sort_keys=False))
+    out.unlink()
+    assert submit_main([str(path.parent), "--to", str(tmp_path / "subs")]) == 2
+    assert "holds another config of model profanity-check" in capsys.readouterr().err
 
 
 def test_packaging_refuses_a_limited_run(compose, data_root, tmp_path, capsys):
