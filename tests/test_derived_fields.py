@@ -173,7 +173,7 @@ def test_a_card_judged_by_a_renamed_judge_is_marked_non_standard(tmp_path):
         panel_status(forged)
     other = copy.deepcopy(card)
     next(j for j in other["judges"] if j["step"] == "context")["config"]["sha256"] = "0" * 64
-    assert "weights 000000000000… are not the published ones (79521e8f9917…)" in panel_status(other)
+    assert "weights 000000000000… are not the published ones (76e90ef06339…)" in panel_status(other)
     missing = copy.deepcopy(card)
     missing["judges"] = missing["judges"][:1]
     assert "not the task's panel" in panel_status(missing)
