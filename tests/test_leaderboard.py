@@ -52,7 +52,7 @@ def _copy_as(src: Path, dst: Path, name: str, organisation: str | None = None) -
         card_path.write_text(json.dumps(card))
 
 
-N_SEEDS = 50  # toxicchat's pinned number of seed conversations
+N_SEEDS = 150  # toxicchat's pinned number of seed conversations
 
 
 def _dialogue_card(dst: Path) -> None:
