@@ -229,12 +229,17 @@ def overview_page(cards: list, registry: dict) -> None:
                "interval. Blank: no card for that task.")
     tasks = sorted({c.card["task"]["name"] for c in cards})
     languages = sorted({registry[t]["language"] for t in tasks})
-    f1, f2, f3, f4, f5 = st.columns(5)
+    models = T.models_frame(cards)
+    licences = sorted(set(models["licence"])) if not models.empty else []
+    kinds = [k for k in T.MODEL_KINDS if not models.empty and k in set(models["kind"])]
+    f1, f2, f3, f4, f5, f6, f7 = st.columns(7)
     pick_lang = f1.multiselect("Language", languages, key="f_language")
     pick_task = f2.multiselect("Task", tasks, key="f_task")
     pick_size = f3.multiselect("Model size", T.SIZES, key="f_size")
     pick_open = f4.selectbox("Open weights", ["any", "yes", "no"], key="f_open")
-    only_verified = f5.checkbox("Verified cards only", key="f_verified")
+    pick_licence = f5.multiselect("Licence", licences, key="f_licence")
+    pick_kind = f6.multiselect("Kind of model", kinds, key="f_kind")
+    only_verified = f7.checkbox("Verified cards only", key="f_verified")
 
     shown_tasks = [t for t in tasks if (not pick_lang or registry[t]["language"] in pick_lang)
                    and (not pick_task or t in pick_task)]
@@ -250,25 +255,33 @@ def overview_page(cards: list, registry: dict) -> None:
             frame = frame[frame["size"].isin(pick_size)]
         if pick_open != "any":
             frame = frame[frame["open weights"] == pick_open]
+        if pick_licence:
+            frame = frame[frame["licence"].isin(pick_licence)]
+        if pick_kind:
+            frame = frame[frame["kind"].isin(pick_kind)]
     if frame.empty:
         st.info("No score card matches these filters.")
         apart_table(apart, registry)
         return
     heads = [c for c in frame.columns if c.endswith(("↑", "↓"))]
+    points = T.headlines([c for c in chosen if c.card["model"]["name"] in set(frame["model"])], registry)
     if heads:
         rank_by = st.selectbox("Rank by", heads, key="f_rank")
-        frame = frame.sort_values(rank_by, ascending=rank_by.endswith("↓"), na_position="last")
+        # rank groups: a model's rank counts only the models whose interval lies wholly on the better side of its own
+        rank = T.ranks(points[points["column"] == rank_by])
+        frame.insert(0, "rank", pd.array([rank.get(m) for m in frame["model"]], dtype="Int64"))
+        frame = frame.sort_values(["rank", rank_by], ascending=[True, rank_by.endswith("↓")], na_position="last")
     figures = heads + [c for c in frame.columns if c.endswith(" · judge F1")]
     st.dataframe(frame.style.format("{:.1f}", subset=figures), hide_index=True, width="stretch", placeholder="",
                  height=T.table_height(len(frame)), key="overview_table")
     st.download_button("Download this table (CSV)", T.to_csv(frame), "leaderboard.csv", "text/csv")
-    shown = set(frame["model"])
-    points = T.headlines([c for c in chosen if c.card["model"]["name"] in shown], registry)
     if not points.empty:
         st.altair_chart(headline_chart(points), width="content")
     apart_table(apart, registry)
     st.markdown("**What the columns mean** (↑ higher is better, ↓ lower is better; judge F1: the task's judging "
-                "procedure against human labels, from the card's own outcome on its labelled set)")
+                "procedure against human labels, from the card's own outcome on its labelled set; rank: on the column ranked "
+                "by, one plus the number of models whose 95% interval lies wholly on the better side of the model's "
+                "own, so models the data cannot tell apart share a rank)")
     for t in shown_tasks:
         task = registry[t]
         note = T.METRIC_NOTES.get(task["headline"].rsplit(".", 1)[-1], "")

@@ -44,6 +44,22 @@ def size_bucket(text) -> str:
     return SIZES[0] if b < 1 else SIZES[1] if b < 10 else SIZES[2] if b < 100 else SIZES[3]
 
 
+def model_kind(backend) -> str:
+    """What kind of model a card measures, from its backend: a language model run by the suite, a classifier, or
+    recorded answers replayed (a chatbot's published generations, an LLM's recorded predictions)."""
+    from benchmark.models.registry import BUILTIN, LMEVAL_PREFIX
+
+    module = BUILTIN.get(backend, "").partition(":")[0]
+    if module.endswith(".lmeval") or str(backend).startswith(LMEVAL_PREFIX):
+        return "LLM"
+    if module.endswith(".replay"):
+        return "recorded answers"
+    return "classifier" if module else "other"
+
+
+MODEL_KINDS = ["LLM", "classifier", "recorded answers", "other"]
+
+
 def is_share(metric: dict) -> bool:
     return "unit" not in metric
 
@@ -113,6 +129,8 @@ def models_frame(cards: list) -> pd.DataFrame:
             "size": size_bucket(meta.get("parameters")),
             "open weights": {True: "yes", False: "no"}.get(meta.get("open_weights"), ""),
             "languages": ", ".join(meta.get("languages") or []),
+            "licence": meta.get("license") or "",
+            "kind": model_kind(card["model"]["config"].get("backend")),
             "cards": 0,
             "verified": 0,
         })
@@ -158,6 +176,18 @@ def headlines(cards: list, registry: dict) -> pd.DataFrame:
                      "value": shown(m), "ci_low": k * m["ci_low"], "ci_high": k * m["ci_high"],
                      "better": task.get("better", "higher")})
     return pd.DataFrame(rows, columns=["task", "column", "model", "value", "ci_low", "ci_high", "better"])
+
+
+def ranks(points: pd.DataFrame) -> dict[str, int]:
+    """Each model's rank on one headline (rows of `headlines` for one column): one plus the number of models whose
+    whole interval lies on the better side of its own. Models whose intervals overlap are never ranked apart, so
+    they share a rank; a rank says only what the data can tell apart."""
+    if points.empty:
+        return {}
+    higher = points["better"].iloc[0] == "higher"
+    lows, highs = points["ci_low"].to_numpy(), points["ci_high"].to_numpy()
+    return {model: 1 + int(((lows > high) if higher else (highs < low)).sum())
+            for model, low, high in zip(points["model"], lows, highs)}
 
 
 ROW_PX, HEADER_PX = 35, 38  # st.dataframe's row and header heights

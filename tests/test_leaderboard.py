@@ -279,6 +279,47 @@ def test_overview_chart_shows_each_headline_with_its_ci(app, fixture_root):
     assert {"rule", "point"} <= _marks(chart)
 
 
+def test_ranks_count_only_the_models_an_interval_apart():
+    T = _tables()
+
+    def points(better, *rows):
+        return pd.DataFrame([{"model": m, "ci_low": lo, "ci_high": hi, "better": better} for m, lo, hi in rows])
+
+    # a and b overlap: one rank; c lies wholly above both; d overlaps b but not a
+    higher = points("higher", ("a", 10, 20), ("b", 15, 25), ("c", 30, 40), ("d", 21, 29))
+    assert T.ranks(higher) == {"c": 1, "d": 2, "b": 2, "a": 3}
+    lower = points("lower", ("a", 10, 20), ("b", 15, 25), ("c", 30, 40))
+    assert T.ranks(lower) == {"a": 1, "b": 1, "c": 3}
+    assert T.ranks(points("higher", ("only", 0, 1))) == {"only": 1}
+
+
+def test_the_overview_ranks_in_groups(app):
+    at = app.run()
+    column = "diasafety · macro_f1 ↑"
+    at.selectbox(key="f_rank").set_value(column).run()
+    frame = at.dataframe[0].value.set_index("model")
+    ranked = frame[frame[column].notna()]
+    # the hostile-named folder is a copy of profanity-check's card: the same interval, so the same rank, one below
+    # the detector, whose interval lies wholly above theirs
+    assert ranked.loc["diasafety-detector", "rank"] == 1
+    assert ranked.loc["profanity-check", "rank"] == ranked.loc[HOSTILE, "rank"] == 2
+    assert frame[frame[column].isna()]["rank"].isna().all()  # no card on the task: no rank
+    assert list(frame["rank"].dropna()) == sorted(frame["rank"].dropna())
+
+
+def test_filters_by_licence_and_kind_of_model(app):
+    at = app.run()
+    at.multiselect(key="f_kind").set_value(["recorded answers"]).run()
+    assert set(at.dataframe[0].value["model"]) == {"blenderbot-small", "dialogpt-small", "ricota-solar"}
+    at.multiselect(key="f_kind").set_value(["classifier"]).run()
+    assert {"profanity-check", "diasafety-detector"} <= set(at.dataframe[0].value["model"])
+    assert "blenderbot-small" not in set(at.dataframe[0].value["model"])
+    at.multiselect(key="f_kind").set_value([]).run()
+    at.multiselect(key="f_licence").set_value(["MIT"]).run()
+    assert "profanity-check" in set(at.dataframe[0].value["model"])
+    assert set(at.dataframe[0].value["licence"]) == {"MIT"}
+
+
 def test_filters_change_the_rows(app):
     at = app.run()
     at.multiselect(key="f_language").set_value(["ko"]).run()
