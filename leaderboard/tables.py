@@ -84,10 +84,9 @@ def judge_quality(card: dict) -> dict | None:
     outcome = card.get("judging_validation")
     if not isinstance(outcome, dict):
         return None
-    gold = [c == "1" for c in outcome["gold"]]
-    flag = [c == "1" for c in outcome["flagged"]]
-    tp = sum(g and f for g, f in zip(gold, flag))
-    fp, fn = sum(f and not g for g, f in zip(gold, flag)), sum(g and not f for g, f in zip(gold, flag))
+    gold, flag = outcome["gold"], outcome["flagged"]
+    g, f = int(gold or "0", 2), int(flag or "0", 2)  # one bit per labelled item: counted whole, not item by item
+    tp, fp, fn = (g & f).bit_count(), (~g & f).bit_count(), (g & ~f).bit_count()
     tn = len(gold) - tp - fp - fn
     precision, recall = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
     return {"set": outcome["set"], "n": len(gold), "precision": 100 * precision, "recall": 100 * recall,
@@ -100,14 +99,9 @@ def judge_text(card: dict) -> str:
     return "" if q is None else f"F1 {q['f1']:.1f} (P {q['precision']:.1f}, R {q['recall']:.1f}) on {q['set']}"
 
 
-def nonstandard(card: dict) -> str | None:
+def nonstandard(c) -> str | None:
     """Why the card's judges are not its task's declared panel, or None (submissions/panel.py)."""
-    from benchmark.submissions.panel import panel_status
-
-    try:
-        return panel_status(card)
-    except Exception:  # a run of a task file this suite does not ship (view mode): it declares no panel here
-        return None
+    return c.panel
 
 
 def headline_column(task: dict) -> str:
@@ -152,8 +146,9 @@ def overview(cards: list, registry: dict) -> pd.DataFrame:
         m = card["metrics"][task["headline"]]
         cells[(card["model"]["name"], headline_column(task))] = shown(m)
         cells[(card["model"]["name"], f"{task['name']} · 95% CI")] = ci_text(m)
-        if judge_quality(card) is not None:
-            cells[(card["model"]["name"], f"{task['name']} · judge F1")] = round(judge_quality(card)["f1"], 1)
+        quality = judge_quality(card)
+        if quality is not None:
+            cells[(card["model"]["name"], f"{task['name']} · judge F1")] = round(quality["f1"], 1)
     for t in tasks:
         judged = any(col == f"{t} · judge F1" for _, col in cells)
         for col, missing in ((headline_column(registry[t]), None), (f"{t} · 95% CI", ""),
@@ -206,7 +201,7 @@ def task_frame(cards: list, task: str) -> pd.DataFrame:
         if card["task"]["name"] != task:
             continue
         row = {"model": card["model"]["name"], "verified": "yes" if verified(card) else "", "n": card["dataset"]["n"],
-               "judges on human labels": judge_text(card), "panel": nonstandard(card) or "the task's"}
+               "judges on human labels": judge_text(card), "panel": nonstandard(c) or "the task's"}
         for name, m in card["metrics"].items():
             row[name] = shown(m)
             row[f"{name} · 95% CI"] = ci_text(m)

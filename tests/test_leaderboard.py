@@ -66,8 +66,8 @@ def _dialogue_card(dst: Path) -> None:
     def turn(k, flagged):
         judged = {"utterance": {"flagged": False, "tie": False, "votes": {"utterance": {"flagged": False,
                                                                                         "score": 0.03}}}}
-        if flagged:
-            judged["context"] = {"flagged": True, "tie": False, "votes": {"context": {"flagged": True, "score": 0.91}}}
+        judged["context"] = {"flagged": flagged, "tie": False,
+                             "votes": {"context": {"flagged": flagged, "score": 0.91 if flagged else 0.12}}}
         return {"turn": k, "attacker": "sha256:" + "0" * 64 if k == 1 else f"attacker line {k} <b>bold</b>",
                 "target": f"target reply {k} **not bold**", "verdict": "context" if flagged else "none",
                 "judgements": judged, "attacker_judgements": {"utterance": judged["utterance"]}}
@@ -792,7 +792,8 @@ def test_a_task_name_never_leads_the_board_outside_tasks(tmp_path, monkeypatch):
 
 
 def test_line_breaks_in_samples_stay_on_one_line_in_captions(tmp_path, monkeypatch):
-    """A judgement's key is the sample's own: a line break in it must not start a heading or a list in a caption."""
+    """A judgement's key is the sample's own: a line break in it must not start a heading or a list in a caption.
+    The board refuses such a card (its judgements are not the task's steps); the viewer shows your own runs unchecked."""
     from streamlit.testing.v1 import AppTest
 
     root = tmp_path / "subs"
@@ -805,11 +806,16 @@ def test_line_breaks_in_samples_stay_on_one_line_in_captions(tmp_path, monkeypat
     card = json.loads((root / "dialogue-breaks" / "toxicchat.json").read_text())
     card["samples"]["sha256"] = SF.write_samples(samples, path)
     (root / "dialogue-breaks" / "toxicchat.json").write_text(json.dumps(card))
-    monkeypatch.setenv("BENCHMARK_SUBMISSIONS", str(root))
+    assert any("judgements" in p.field for p in S.load(root, thorough=True).rejected)
+    run = tmp_path / "runs" / "dialogue-breaks" / "toxicchat" / "r1"
+    run.mkdir(parents=True)
+    (run / "scorecard.json").write_text(json.dumps(card))
+    shutil.copy(path, run / path.name)
+    monkeypatch.setenv("BENCHMARK_RUNS", str(tmp_path / "runs"))
     monkeypatch.delenv("BENCHMARK_DATA_ROOT", raising=False)
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.query_params["page"] = "Models"
-    at.query_params["model"] = "dialogue-breaks"
+    at.query_params["model"] = "dialogue-breaks [r1]"
     at.run()
     at.toggle(key="show_texts").set_value(True).run()
     assert not at.exception

@@ -28,6 +28,7 @@ from .models import model_sha256
 from .models.base import Reach
 from .models.registry import backend_class
 from .submissions.base import NAME, capped
+from .submissions.checked import CheckStore
 from .submissions.configs import model_config_node, read_yaml
 from .submissions.privacy import scrub
 from .submissions.rules import check_card
@@ -107,7 +108,9 @@ def validate(paths: list[Path], allow_remote_code: bool = False,
                                                         if not p.name.startswith(".")):
             loaded = S.load_folder(path, True, allow_remote_code, data_root=data_root)
         else:
-            loaded = S.load(path, thorough=True, allow_remote_code=allow_remote_code, data_root=data_root)
+            # checked afresh; the results are kept for the board, which then opens without checking again
+            loaded = S.load(path, thorough=True, allow_remote_code=allow_remote_code, data_root=data_root,
+                            store=CheckStore(fresh=True))
             if not loaded.cards and not loaded.rejected:
                 problems.append(S.Problem(str(path), "", "holds no model folder"))
         valid += len(loaded.cards)
