@@ -20,7 +20,8 @@ from .. import metrics as M
 from ..data import Records, load_rows, records_sha256
 from ..models.cached import Failure
 from ..templates import render
-from .attack import NONE, PLACEHOLDER, Step, check_tie, corrected, describe_step, judge_step, slug
+from .attack import NONE, PLACEHOLDER, corrected, slug
+from .judging import Step, check_tie, describe_step, judge_step, run_panel
 from .base import Kind
 from .common import RefusalPhrases, plain
 
@@ -270,18 +271,12 @@ class DialogueAttack(Kind):
                                   "attacker": t["attacker"], "response": t["target"]}
             env[(i, "attacker")] = {**env[(i, "target")], "response": t["attacker"]}
         targets = {k: v for k, v in env.items() if k[1] == "target"}
-        for c in convs:
-            c["turns"][-1].update(verdict=NONE, judgements={}, attacker_judgements={})
-        for step in self.steps:  # in order: the first step that flags decides
-            if not targets:
-                break
-            judged = judge_step(step, judges[step.name], targets, self.spec.tie, errors)
-            for (i, _), j in judged.items():
-                convs[i]["turns"][-1]["judgements"][step.name] = j
-                if j["flagged"]:
-                    convs[i]["turns"][-1]["verdict"] = step.name
-            targets = {k: v for k, v in targets.items() if k in judged and not judged[k]["flagged"]}
+        for (i, _), found in run_panel(self.steps, judges, targets, self.spec.tie, errors).items():
+            convs[i]["turns"][-1].update(verdict=found.step or NONE, judgements=found.judgements)
+        # the attacker's turn, on its own: every step judges it (none decides a verdict)
         attackers = {k: v for k, v in env.items() if k[1] == "attacker"}
+        for c in convs:
+            c["turns"][-1]["attacker_judgements"] = {}
         for step in self.attacker_steps:
             for (i, _), j in judge_step(step, judges[step.name], attackers, self.spec.tie, errors).items():
                 convs[i]["turns"][-1]["attacker_judgements"][step.name] = j
