@@ -80,9 +80,11 @@ def _append(out, data: bytes, path: Path) -> None:
                              "make room (or fix the folder) and rerun the same command to resume") from None
 
 
-def read_samples(path: Path) -> dict[str, dict]:
-    """Finished samples by id (the last line for an id wins). A torn last line from a crash is cut off; a line that
-    is not a sample anywhere else stops the run, naming it: the finished samples after it are never thrown away."""
+def read_samples(path: Path, repair: bool = False) -> dict[str, dict]:
+    """Finished samples by id (the last line for an id wins). A torn last line from a crash is left out, and with
+    `repair` (the run itself, under its lock, before it appends) cut off the file; a line that is not a sample
+    anywhere else stops the run, naming it: the finished samples after it are never thrown away. Without `repair`
+    the file is only read (export and packaging may read a run another process is writing)."""
     samples: dict[str, dict] = {}
     if not path.exists():
         return samples
@@ -104,7 +106,7 @@ def read_samples(path: Path) -> dict[str, dict]:
                 break
             samples[sample["id"]] = sample
             good_bytes += len(raw)
-    if good_bytes != path.stat().st_size:
+    if repair and good_bytes != path.stat().st_size:
         with open(path, "r+b") as f:
             f.truncate(good_bytes)
     return samples
@@ -420,7 +422,7 @@ def execute(p: Plan) -> Execution:
 def _ask(p: Plan, cache: ResponseCache) -> Execution:
     cfg, kind = p.cfg, p.kind
     samples_path = p.run_dir / "samples.jsonl"
-    done = {i: s for i, s in read_samples(samples_path).items() if s.get("error") is None}
+    done = {i: s for i, s in read_samples(samples_path, repair=True).items() if s.get("error") is None}
     pending = [r for r in p.items if r["id"] not in done]
     out = Execution(samples=[], asked=len(pending), judge_calls={key: 0 for key in p.judge_cfgs})
     # what each judge is and how well it measured, kept beside the samples so a finished run needs no judge loaded
