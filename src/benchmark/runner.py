@@ -27,6 +27,7 @@ from .files import write_json
 from .hashing import sha256_json
 from .data import Records
 from .kinds import Kind, make_kind
+from .kinds.base import Roles
 from .models import load_backend, model_sha256, pin_content
 from .models.registry import backend_class, chunk_size
 from .models.cached import CachedModel
@@ -462,28 +463,28 @@ def _ask(p: Plan, cache: ResponseCache) -> Execution:
                             cfg.progress)
         for key, judge in panel.items():
             judge.progress, judge.role = progress, f"judge {key}"
-        judges = {step: [(key, panel[key]) for key in keys] for step, keys in p.voters.items()}
-        model = CachedModel(backend(cfg.model), p.hashes["model"], cache, cfg.model, cfg.seed, progress)
+        roles = Roles(model=CachedModel(backend(cfg.model), p.hashes["model"], cache, cfg.model, cfg.seed, progress),
+                      judges={step: [(key, panel[key]) for key in keys] for step, keys in p.voters.items()})
         if p.attacker_cfg is not None:
-            kind.attacker = CachedModel(backend(p.attacker_cfg), p.hashes["attacker"], cache, p.attacker_cfg,
-                                        cfg.seed, progress, "attacker")
+            roles.attacker = CachedModel(backend(p.attacker_cfg), p.hashes["attacker"], cache, p.attacker_cfg,
+                                         cfg.seed, progress, "attacker")
         try:
             with open(samples_path, "ab", buffering=0) as log:
                 size = cfg.chunk_size or chunk_size(cfg.model.backend)
                 for start in range(0, len(pending), size):
                     chunk = pending[start : start + size]
                     lines = []
-                    for sample in kind.evaluate(chunk, model, judges):
+                    for sample in kind.evaluate(chunk, roles):
                         lines.append(json.dumps(sample, ensure_ascii=False) + "\n")
                         done[sample["id"]] = sample
                     _append(log, "".join(lines).encode("utf-8"), samples_path)
         finally:
             progress.close()
-        out.model_calls, out.cache_hits = model.calls, model.hits
-        out.seconds["model"] = model.seconds
-        if p.attacker_cfg is not None:
-            out.attacker_calls = kind.attacker.calls
-            out.seconds["attacker"] = kind.attacker.seconds
+        out.model_calls, out.cache_hits = roles.model.calls, roles.model.hits
+        out.seconds["model"] = roles.model.seconds
+        if roles.attacker is not None:
+            out.attacker_calls = roles.attacker.calls
+            out.seconds["attacker"] = roles.attacker.seconds
     if loaded:
         _KEPT.clear()
         _KEPT.update({k: b for k, b in loaded.items() if not b.supports("replay")})  # replays reread their file

@@ -19,7 +19,7 @@ from .. import BenchmarkError
 from .. import metrics as M
 from ..models.cached import Failure
 from ..templates import render
-from .base import Kind
+from .base import Kind, Roles
 from .classify import INVALID
 from .common import RefusalPhrases, plain, render_messages, variables
 from .judging import Step, check_tie, describe_step, run_panel
@@ -188,13 +188,12 @@ class Attack(Kind):
             value = output
         return [str(x) for x in value][: self.k] if isinstance(value, list) else [str(value)]
 
-    def evaluate(self, records: list[dict], model, judges: dict) -> list[dict]:
-        """judges: {step name: [(voter key, cached judge model), ...]}."""
-        responses = self._responses(records, model)
+    def evaluate(self, records: list[dict], roles: Roles) -> list[dict]:
+        responses = self._responses(records, roles.model)
         errors: dict[int, str] = {}
         items = {(i, j): {**variables(self.task, records[i]), "response": text}
                  for i, rs in enumerate(responses) if isinstance(rs, list) for j, text in enumerate(rs)}
-        found = run_panel(self.steps, judges, items, self.spec.tie, errors)
+        found = run_panel(self.steps, roles.judges, items, self.spec.tie, errors)
         samples = []
         for i, (record, rs) in enumerate(zip(records, responses)):
             sample = {"id": record["id"], "input": {k: v for k, v in record.items() if k != "id"},
