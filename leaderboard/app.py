@@ -93,8 +93,11 @@ def load(root: str, signature: tuple) -> tuple[list, list[str], dict]:
         loaded, registry = S.load_runs(Path(root))
     else:
         store = CheckStore()
-        registry = store.registry()
-        loaded = S.load(Path(root), thorough=True, data_root=os.environ.get("BENCHMARK_DATA_ROOT"), store=store)
+        try:
+            registry = store.registry()
+            loaded = S.load(Path(root), thorough=True, data_root=os.environ.get("BENCHMARK_DATA_ROOT"), store=store)
+        finally:
+            store.close()
     cards, rejected = loaded.cards, [str(p) for p in loaded.rejected]
     try:
         showable(cards, registry)

@@ -109,8 +109,12 @@ def validate(paths: list[Path], allow_remote_code: bool = False,
             loaded = S.load_folder(path, True, allow_remote_code, data_root=data_root)
         else:
             # checked afresh; the results are kept for the board, which then opens without checking again
-            loaded = S.load(path, thorough=True, allow_remote_code=allow_remote_code, data_root=data_root,
-                            store=CheckStore(fresh=True))
+            store = CheckStore(fresh=True)
+            try:
+                loaded = S.load(path, thorough=True, allow_remote_code=allow_remote_code, data_root=data_root,
+                                store=store)
+            finally:
+                store.close()
             if not loaded.cards and not loaded.rejected:
                 problems.append(S.Problem(str(path), "", "holds no model folder"))
         valid += len(loaded.cards)

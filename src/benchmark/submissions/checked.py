@@ -28,6 +28,7 @@ from ..hashing import file_sha256, sha256_json
 from .base import VERIFIER_KEYS, Problem
 
 STORE_FILE = "checks.sqlite"
+TABLES = ("hashes", "cards", "given", "models", "registry")
 
 
 def default_path() -> Path:
@@ -84,15 +85,15 @@ class CheckStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
-            for table in ("hashes", "cards", "given", "models"):
+            for table in TABLES:
                 self._db.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, value TEXT)")
             # what every load looks at is read whole; what the samples give only when a card is checked again
             self._kept = {t: {} if fresh else dict(self._db.execute(f"SELECT key, value FROM {t}"))
-                          for t in ("hashes", "cards", "models")}
+                          for t in TABLES if t != "given"}
             self._kept["given"] = {}
             self._fresh = fresh
         except (OSError, sqlite3.Error) as e:
-            raise BenchmarkError(f"check store {self.path}: {e}; choose another with $BENCHMARK_CACHE") from None
+            raise BenchmarkError(f"check store {self.path}: {e}; choose another with $BENCHMARK_CHECKS") from None
         self._new: dict[str, dict[str, str]] = {t: {} for t in self._kept}
 
     def sha256(self, path: Path) -> str:
@@ -146,11 +147,11 @@ class CheckStore:
         from .base import task_registry
 
         found = key("registry", os.environ.get("BENCHMARK_DATA_ROOT"))
-        value = self._kept["models"].get(found)
+        value = self._kept["registry"].get(found)
         if value is not None:
             return json.loads(value)
         registry = task_registry()
-        self._put("models", found, json.dumps(registry))
+        self._put("registry", found, json.dumps(registry))
         return registry
 
     def _put(self, table: str, key: str, value: str) -> None:
@@ -171,6 +172,9 @@ class CheckStore:
                 self._db.execute("ROLLBACK")
             raise BenchmarkError(f"check store {self.path}: cannot save: {e}") from None
         self._new = {t: {} for t in self._kept}
+
+    def close(self) -> None:
+        self._db.close()
 
 
 def key(*parts) -> str:
