@@ -1,11 +1,11 @@
 """The public leaderboard: `streamlit run leaderboard/app.py`.
 
 It reads only `submissions/` (or $BENCHMARK_SUBMISSIONS) and the task definitions in `tasks/`: no model, no GPU, no
-network. Cards are loaded with the fast checks (`submissions.load(thorough=False)`), which leave out the slow ones:
-reading and hashing the samples files and type-checking the configs' values. The full checks of
-`python -m benchmark.submit validate` run in the test suite over the published `submissions/` folder
-(tests/test_submissions.py), not here: a folder given in $BENCHMARK_SUBMISSIONS is shown as the fast checks leave
-it. A card that fails a check, or that a table cannot hold, is listed with its reason and left out; a samples file
+network. Every card passes the full checks of `python -m benchmark.submit validate` (its metrics derived again from
+its samples) before it is shown; their results are kept by the content checked (submissions/checked.py, in
+$BENCHMARK_CHECKS or the suite's cache folder), so a server checks a card once, and again only when the card, its
+samples, its model config, its task or the suite changes. A card that fails a check, or that a table cannot hold,
+is listed with its reason and left out; a samples file
 that cannot be read is reported in the sample browser. Submitted text is shown only through elements that display
 it as text, or escaped by `esc` (on one line) where an element renders Markdown; a file a card names is read
 only from inside the card's folder. The app listens on 127.0.0.1 unless told otherwise (.streamlit/config.toml
@@ -36,6 +36,7 @@ import tables as T  # noqa: E402
 from benchmark import BenchmarkError  # noqa: E402
 from benchmark import submissions as S  # noqa: E402
 from benchmark.files import inside  # noqa: E402
+from benchmark.submissions.checked import CheckStore  # noqa: E402
 from benchmark.kinds import kind_class  # noqa: E402
 
 PAGES = ["Overview", "Tasks", "Models", "Submit"]
@@ -79,9 +80,11 @@ def showable(cards: list, registry: dict) -> None:
         model_row(c, registry[c.card["task"]["name"]])
 
 
-@st.cache_data(show_spinner="Loading score cards…")
+# a resource, not data: the same objects on every rerun (copying a thousand cards would cost each rerun a second);
+# the pages only read them
+@st.cache_resource(show_spinner="Loading score cards…", max_entries=2)
 def load(root: str, signature: tuple) -> tuple[list, list[str], dict]:
-    """The cards that pass the fast checks and that every page can show; the reasons for the others.
+    """The cards that pass every check and that every page can show; the reasons for the others.
 
     Every table builds a card's rows from that card alone, so when the tables build from all the cards at once no
     card fails on its own; only when they do not is each card tried on its own (a thousand cards at once take a
@@ -89,7 +92,12 @@ def load(root: str, signature: tuple) -> tuple[list, list[str], dict]:
     if runs_root() is not None:
         loaded, registry = S.load_runs(Path(root))
     else:
-        loaded, registry = S.load(Path(root), thorough=False), S.task_registry()
+        store = CheckStore()
+        try:
+            registry = store.registry()
+            loaded = S.load(Path(root), thorough=True, data_root=os.environ.get("BENCHMARK_DATA_ROOT"), store=store)
+        finally:
+            store.close()
     cards, rejected = loaded.cards, [str(p) for p in loaded.rejected]
     try:
         showable(cards, registry)
@@ -105,7 +113,7 @@ def one_by_one(cards: list, registry: dict, rejected: list[str]) -> list:
     for card in cards:
         try:
             showable([card], registry)
-        except Exception as e:  # a card the fast checks let through that a table cannot hold
+        except Exception as e:  # a card the checks let through that a table cannot hold
             rejected.append(f"{card.path}: cannot be shown: {type(e).__name__}: {e}")
             failed.add(card.path)
     folders = {path.parent for path in failed}
@@ -180,11 +188,15 @@ def curve(frame: pd.DataFrame, title: str) -> alt.Chart:
         y=alt.Y("value:Q", title="activated by this turn (%)"), tooltip=["model", "turn", "value"])
 
 
+CHART_MODELS = 30  # models per panel of the headline chart: more are not readable, and cost the page seconds
+
+
 def headline_chart(points: pd.DataFrame) -> alt.Chart:
-    """One panel per task: each model's headline with its 95% CI, the best at the top."""
+    """One panel per task: the best models' headlines with their 95% CIs, the best at the top."""
     panels = []
     for (task, column), part in points.groupby(["task", "column"], sort=True):
-        order = part.sort_values("value", ascending=part["better"].iloc[0] == "lower")["model"].tolist()
+        part = part.sort_values("value", ascending=part["better"].iloc[0] == "lower").head(CHART_MODELS)
+        order = part["model"].tolist()
         base = alt.Chart(part, title=column).encode(
             y=alt.Y("model:N", sort=order, title=None, axis=alt.Axis(labelLimit=240)),
             tooltip=["model", alt.Tooltip("value:Q", format=".1f"), alt.Tooltip("ci_low:Q", format=".1f"),
@@ -192,7 +204,8 @@ def headline_chart(points: pd.DataFrame) -> alt.Chart:
         # a fixed width: a concatenation cannot take the page's width, and "container" would overflow it by the labels
         panels.append((base.mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", title=None), x2="ci_high:Q")
                        + base.mark_point(filled=True, size=60).encode(x="value:Q")).properties(width=560))
-    return alt.vconcat(*panels, title="Each model's headline with its 95% CI, by task")
+    return alt.vconcat(*panels, title=f"Each model's headline with its 95% CI, by task (the best {CHART_MODELS} "
+                                      "of each task where there are more)")
 
 
 def family_title(by: str, task: dict) -> str:
@@ -229,19 +242,24 @@ def overview_page(cards: list, registry: dict) -> None:
                "interval. Blank: no card for that task.")
     tasks = sorted({c.card["task"]["name"] for c in cards})
     languages = sorted({registry[t]["language"] for t in tasks})
-    f1, f2, f3, f4, f5 = st.columns(5)
+    models = T.models_frame(cards)
+    licences = sorted(set(models["licence"])) if not models.empty else []
+    kinds = [k for k in T.MODEL_KINDS if not models.empty and k in set(models["kind"])]
+    f1, f2, f3, f4, f5, f6, f7 = st.columns(7)
     pick_lang = f1.multiselect("Language", languages, key="f_language")
     pick_task = f2.multiselect("Task", tasks, key="f_task")
     pick_size = f3.multiselect("Model size", T.SIZES, key="f_size")
     pick_open = f4.selectbox("Open weights", ["any", "yes", "no"], key="f_open")
-    only_verified = f5.checkbox("Verified cards only", key="f_verified")
+    pick_licence = f5.multiselect("Licence", licences, key="f_licence")
+    pick_kind = f6.multiselect("Kind of model", kinds, key="f_kind")
+    only_verified = f7.checkbox("Verified cards only", key="f_verified")
 
     shown_tasks = [t for t in tasks if (not pick_lang or registry[t]["language"] in pick_lang)
                    and (not pick_task or t in pick_task)]
     chosen = [c for c in cards if c.card["task"]["name"] in shown_tasks
               and (not only_verified or T.verified(c.card))]
     # a card judged by another panel than its task's is never ranked beside the others: shown apart, below
-    standard = {id(c): T.nonstandard(c.card) is None for c in chosen}
+    standard = {id(c): T.nonstandard(c) is None for c in chosen}
     apart = [c for c in chosen if not standard[id(c)]]
     chosen = [c for c in chosen if standard[id(c)]]
     frame = T.overview(chosen, registry)
@@ -250,25 +268,35 @@ def overview_page(cards: list, registry: dict) -> None:
             frame = frame[frame["size"].isin(pick_size)]
         if pick_open != "any":
             frame = frame[frame["open weights"] == pick_open]
+        if pick_licence:
+            frame = frame[frame["licence"].isin(pick_licence)]
+        if pick_kind:
+            frame = frame[frame["kind"].isin(pick_kind)]
     if frame.empty:
         st.info("No score card matches these filters.")
         apart_table(apart, registry)
         return
     heads = [c for c in frame.columns if c.endswith(("↑", "↓"))]
+    listed = set(frame["model"])
+    points = T.headlines([c for c in chosen if c.card["model"]["name"] in listed], registry)
     if heads:
         rank_by = st.selectbox("Rank by", heads, key="f_rank")
-        frame = frame.sort_values(rank_by, ascending=rank_by.endswith("↓"), na_position="last")
+        # rank groups: a model's rank counts only the models whose interval lies wholly on the better side of its own
+        rank = T.ranks(points[points["column"] == rank_by])
+        frame.insert(0, "rank", pd.array([rank.get(m) for m in frame["model"]], dtype="Int64"))
+        frame = frame.sort_values(["rank", rank_by], ascending=[True, rank_by.endswith("↓")], na_position="last")
     figures = heads + [c for c in frame.columns if c.endswith(" · judge F1")]
-    st.dataframe(frame.style.format("{:.1f}", subset=figures), hide_index=True, width="stretch", placeholder="",
+    st.dataframe(frame, column_config={c: st.column_config.NumberColumn(format="%.1f") for c in figures},
+                 hide_index=True, width="stretch", placeholder="",
                  height=T.table_height(len(frame)), key="overview_table")
     st.download_button("Download this table (CSV)", T.to_csv(frame), "leaderboard.csv", "text/csv")
-    shown = set(frame["model"])
-    points = T.headlines([c for c in chosen if c.card["model"]["name"] in shown], registry)
     if not points.empty:
         st.altair_chart(headline_chart(points), width="content")
     apart_table(apart, registry)
     st.markdown("**What the columns mean** (↑ higher is better, ↓ lower is better; judge F1: the task's judging "
-                "procedure against human labels, from the card's own outcome on its labelled set)")
+                "procedure against human labels, from the card's own outcome on its labelled set; rank: on the column ranked "
+                "by, one plus the number of models whose 95% interval lies wholly on the better side of the model's "
+                "own, so models the data cannot tell apart share a rank)")
     for t in shown_tasks:
         task = registry[t]
         note = T.METRIC_NOTES.get(task["headline"].rsplit(".", 1)[-1], "")
@@ -285,7 +313,7 @@ def apart_table(apart: list, registry: dict) -> None:
     st.dataframe(pd.DataFrame([{"model": c.card["model"]["name"], "task": c.card["task"]["name"],
                                 "headline": round(T.shown(c.card["metrics"][registry[c.card["task"]["name"]]
                                                           ["headline"]]), 1),
-                                "why": T.nonstandard(c.card)} for c in apart]),
+                                "why": T.nonstandard(c)} for c in apart]),
                  hide_index=True, width="stretch", key="nonstandard_table")
 
 
@@ -379,7 +407,7 @@ def model_row(c, task: dict) -> dict:
                                           str(judge_error.get("corrected", "")) if isinstance(judge_error, dict)
                                           else ""),
             "judges on human labels": T.judge_text(card),
-            "panel": T.nonstandard(card) or "the task's",
+            "panel": T.nonstandard(c) or "the task's",
             "better": task.get("better", "higher"), "n": card["dataset"]["n"],
             "verified": "yes" if T.verified(card) else "", "run": card["run"]["started_at"],
             "suite commit": (card["run"]["git_commit"] or "")[:10],
@@ -409,7 +437,7 @@ def sample_browser(mine: list, registry: dict) -> None:
     try:
         kind = kind_class(card.card["task"]["kind"])
         rows = [_summary(s, kind) for s in samples(str(card.samples_path), _file_signature(card.samples_path))]
-    except Exception as e:  # the fast checks do not read the samples file
+    except Exception as e:  # a samples file changed since it was checked
         reason = str(e).replace(str(submissions_root()) + os.sep, "")
         st.error(esc(f"The samples file {card.card['samples']['file']} cannot be read: {type(e).__name__}: {reason}"))
         return

@@ -44,6 +44,22 @@ def size_bucket(text) -> str:
     return SIZES[0] if b < 1 else SIZES[1] if b < 10 else SIZES[2] if b < 100 else SIZES[3]
 
 
+def model_kind(backend) -> str:
+    """What kind of model a card measures, from its backend: a language model run by the suite, a classifier, or
+    recorded answers replayed (a chatbot's published generations, an LLM's recorded predictions)."""
+    from benchmark.models.registry import BUILTIN, LMEVAL_PREFIX
+
+    module = BUILTIN.get(backend, "").partition(":")[0]
+    if module.endswith(".lmeval") or str(backend).startswith(LMEVAL_PREFIX):
+        return "LLM"
+    if module.endswith(".replay"):
+        return "recorded answers"
+    return "classifier" if module else "other"
+
+
+MODEL_KINDS = ["LLM", "classifier", "recorded answers", "other"]
+
+
 def is_share(metric: dict) -> bool:
     return "unit" not in metric
 
@@ -68,10 +84,9 @@ def judge_quality(card: dict) -> dict | None:
     outcome = card.get("judging_validation")
     if not isinstance(outcome, dict):
         return None
-    gold = [c == "1" for c in outcome["gold"]]
-    flag = [c == "1" for c in outcome["flagged"]]
-    tp = sum(g and f for g, f in zip(gold, flag))
-    fp, fn = sum(f and not g for g, f in zip(gold, flag)), sum(g and not f for g, f in zip(gold, flag))
+    gold, flag = outcome["gold"], outcome["flagged"]
+    g, f = int(gold or "0", 2), int(flag or "0", 2)  # one bit per labelled item: counted whole, not item by item
+    tp, fp, fn = (g & f).bit_count(), (~g & f).bit_count(), (g & ~f).bit_count()
     tn = len(gold) - tp - fp - fn
     precision, recall = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
     return {"set": outcome["set"], "n": len(gold), "precision": 100 * precision, "recall": 100 * recall,
@@ -84,14 +99,9 @@ def judge_text(card: dict) -> str:
     return "" if q is None else f"F1 {q['f1']:.1f} (P {q['precision']:.1f}, R {q['recall']:.1f}) on {q['set']}"
 
 
-def nonstandard(card: dict) -> str | None:
+def nonstandard(c) -> str | None:
     """Why the card's judges are not its task's declared panel, or None (submissions/panel.py)."""
-    from benchmark.submissions.panel import panel_status
-
-    try:
-        return panel_status(card)
-    except Exception:  # a run of a task file this suite does not ship (view mode): it declares no panel here
-        return None
+    return c.panel
 
 
 def headline_column(task: dict) -> str:
@@ -113,6 +123,8 @@ def models_frame(cards: list) -> pd.DataFrame:
             "size": size_bucket(meta.get("parameters")),
             "open weights": {True: "yes", False: "no"}.get(meta.get("open_weights"), ""),
             "languages": ", ".join(meta.get("languages") or []),
+            "licence": meta.get("license") or "",
+            "kind": model_kind(card["model"]["config"].get("backend")),
             "cards": 0,
             "verified": 0,
         })
@@ -134,8 +146,9 @@ def overview(cards: list, registry: dict) -> pd.DataFrame:
         m = card["metrics"][task["headline"]]
         cells[(card["model"]["name"], headline_column(task))] = shown(m)
         cells[(card["model"]["name"], f"{task['name']} · 95% CI")] = ci_text(m)
-        if judge_quality(card) is not None:
-            cells[(card["model"]["name"], f"{task['name']} · judge F1")] = round(judge_quality(card)["f1"], 1)
+        quality = judge_quality(card)
+        if quality is not None:
+            cells[(card["model"]["name"], f"{task['name']} · judge F1")] = round(quality["f1"], 1)
     for t in tasks:
         judged = any(col == f"{t} · judge F1" for _, col in cells)
         for col, missing in ((headline_column(registry[t]), None), (f"{t} · 95% CI", ""),
@@ -160,6 +173,18 @@ def headlines(cards: list, registry: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["task", "column", "model", "value", "ci_low", "ci_high", "better"])
 
 
+def ranks(points: pd.DataFrame) -> dict[str, int]:
+    """Each model's rank on one headline (rows of `headlines` for one column): one plus the number of models whose
+    whole interval lies on the better side of its own. Models whose intervals overlap are never ranked apart, so
+    they share a rank; a rank says only what the data can tell apart."""
+    if points.empty:
+        return {}
+    higher = points["better"].iloc[0] == "higher"
+    lows, highs = points["ci_low"].to_numpy(), points["ci_high"].to_numpy()
+    return {model: 1 + int(((lows > high) if higher else (highs < low)).sum())
+            for model, low, high in zip(points["model"], lows, highs)}
+
+
 ROW_PX, HEADER_PX = 35, 38  # st.dataframe's row and header heights
 
 
@@ -176,7 +201,7 @@ def task_frame(cards: list, task: str) -> pd.DataFrame:
         if card["task"]["name"] != task:
             continue
         row = {"model": card["model"]["name"], "verified": "yes" if verified(card) else "", "n": card["dataset"]["n"],
-               "judges on human labels": judge_text(card), "panel": nonstandard(card) or "the task's"}
+               "judges on human labels": judge_text(card), "panel": nonstandard(c) or "the task's"}
         for name, m in card["metrics"].items():
             row[name] = shown(m)
             row[f"{name} · 95% CI"] = ci_text(m)

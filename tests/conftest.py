@@ -32,6 +32,14 @@ SENTENCES = [
 ]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def check_store(tmp_path_factory) -> Path:
+    """The board's kept check results: the session's own, so that every session checks the cards it reads."""
+    path = tmp_path_factory.mktemp("checks") / "checks.sqlite"
+    os.environ["BENCHMARK_CHECKS"] = str(path)
+    return path
+
+
 def data_path(*parts: str) -> Path:
     path = DATA_ROOT.joinpath(*parts)
     if not path.exists():

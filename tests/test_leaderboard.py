@@ -66,8 +66,8 @@ def _dialogue_card(dst: Path) -> None:
     def turn(k, flagged):
         judged = {"utterance": {"flagged": False, "tie": False, "votes": {"utterance": {"flagged": False,
                                                                                         "score": 0.03}}}}
-        if flagged:
-            judged["context"] = {"flagged": True, "tie": False, "votes": {"context": {"flagged": True, "score": 0.91}}}
+        judged["context"] = {"flagged": flagged, "tie": False,
+                             "votes": {"context": {"flagged": flagged, "score": 0.91 if flagged else 0.12}}}
         return {"turn": k, "attacker": "sha256:" + "0" * 64 if k == 1 else f"attacker line {k} <b>bold</b>",
                 "target": f"target reply {k} **not bold**", "verdict": "context" if flagged else "none",
                 "judgements": judged, "attacker_judgements": {"utterance": judged["utterance"]}}
@@ -277,6 +277,47 @@ def test_overview_chart_shows_each_headline_with_its_ci(app, fixture_root):
     tasks = {r["task"] for r in rows}
     assert len(chart["vconcat"]) == len(tasks) >= 3  # one panel per task
     assert {"rule", "point"} <= _marks(chart)
+
+
+def test_ranks_count_only_the_models_an_interval_apart():
+    T = _tables()
+
+    def points(better, *rows):
+        return pd.DataFrame([{"model": m, "ci_low": lo, "ci_high": hi, "better": better} for m, lo, hi in rows])
+
+    # a and b overlap: one rank; c lies wholly above both; d overlaps b but not a
+    higher = points("higher", ("a", 10, 20), ("b", 15, 25), ("c", 30, 40), ("d", 21, 29))
+    assert T.ranks(higher) == {"c": 1, "d": 2, "b": 2, "a": 3}
+    lower = points("lower", ("a", 10, 20), ("b", 15, 25), ("c", 30, 40))
+    assert T.ranks(lower) == {"a": 1, "b": 1, "c": 3}
+    assert T.ranks(points("higher", ("only", 0, 1))) == {"only": 1}
+
+
+def test_the_overview_ranks_in_groups(app):
+    at = app.run()
+    column = "diasafety · macro_f1 ↑"
+    at.selectbox(key="f_rank").set_value(column).run()
+    frame = at.dataframe[0].value.set_index("model")
+    ranked = frame[frame[column].notna()]
+    # the hostile-named folder is a copy of profanity-check's card: the same interval, so the same rank, one below
+    # the detector, whose interval lies wholly above theirs
+    assert ranked.loc["diasafety-detector", "rank"] == 1
+    assert ranked.loc["profanity-check", "rank"] == ranked.loc[HOSTILE, "rank"] == 2
+    assert frame[frame[column].isna()]["rank"].isna().all()  # no card on the task: no rank
+    assert list(frame["rank"].dropna()) == sorted(frame["rank"].dropna())
+
+
+def test_filters_by_licence_and_kind_of_model(app):
+    at = app.run()
+    at.multiselect(key="f_kind").set_value(["recorded answers"]).run()
+    assert set(at.dataframe[0].value["model"]) == {"blenderbot-small", "dialogpt-small", "ricota-solar"}
+    at.multiselect(key="f_kind").set_value(["classifier"]).run()
+    assert {"profanity-check", "diasafety-detector"} <= set(at.dataframe[0].value["model"])
+    assert "blenderbot-small" not in set(at.dataframe[0].value["model"])
+    at.multiselect(key="f_kind").set_value([]).run()
+    at.multiselect(key="f_licence").set_value(["MIT"]).run()
+    assert "profanity-check" in set(at.dataframe[0].value["model"])
+    assert set(at.dataframe[0].value["licence"]) == {"MIT"}
 
 
 def test_filters_change_the_rows(app):
@@ -751,7 +792,8 @@ def test_a_task_name_never_leads_the_board_outside_tasks(tmp_path, monkeypatch):
 
 
 def test_line_breaks_in_samples_stay_on_one_line_in_captions(tmp_path, monkeypatch):
-    """A judgement's key is the sample's own: a line break in it must not start a heading or a list in a caption."""
+    """A judgement's key is the sample's own: a line break in it must not start a heading or a list in a caption.
+    The board refuses such a card (its judgements are not the task's steps); the viewer shows your own runs unchecked."""
     from streamlit.testing.v1 import AppTest
 
     root = tmp_path / "subs"
@@ -764,11 +806,16 @@ def test_line_breaks_in_samples_stay_on_one_line_in_captions(tmp_path, monkeypat
     card = json.loads((root / "dialogue-breaks" / "toxicchat.json").read_text())
     card["samples"]["sha256"] = SF.write_samples(samples, path)
     (root / "dialogue-breaks" / "toxicchat.json").write_text(json.dumps(card))
-    monkeypatch.setenv("BENCHMARK_SUBMISSIONS", str(root))
+    assert any("judgements" in p.field for p in S.load(root, thorough=True).rejected)
+    run = tmp_path / "runs" / "dialogue-breaks" / "toxicchat" / "r1"
+    run.mkdir(parents=True)
+    (run / "scorecard.json").write_text(json.dumps(card))
+    shutil.copy(path, run / path.name)
+    monkeypatch.setenv("BENCHMARK_RUNS", str(tmp_path / "runs"))
     monkeypatch.delenv("BENCHMARK_DATA_ROOT", raising=False)
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.query_params["page"] = "Models"
-    at.query_params["model"] = "dialogue-breaks"
+    at.query_params["model"] = "dialogue-breaks [r1]"
     at.run()
     at.toggle(key="show_texts").set_value(True).run()
     assert not at.exception

@@ -210,6 +210,20 @@ def test_torn_last_line_and_lost_samples_are_recovered_from_the_cache(compose, d
     assert len(read_jsonl(samples_file)) == 20
 
 
+def test_reading_a_run_being_written_leaves_its_file_as_it_is(compose, data_root):
+    """Export and packaging read a run's samples without its lock: a last line still being written is left out of
+    what they read and left in the file; only the run itself, resuming, cuts a torn line."""
+    from benchmark.runner import read_samples
+
+    _, path = run(compose("limit=5"))
+    samples_file = path.parent / "samples.jsonl"
+    whole = samples_file.read_bytes()
+    being_written = whole + b'{"id": "999", "pred'
+    samples_file.write_bytes(being_written)
+    assert len(read_samples(samples_file)) == 5 and samples_file.read_bytes() == being_written
+    assert len(read_samples(samples_file, repair=True)) == 5 and samples_file.read_bytes() == whole
+
+
 def test_failed_requests_are_recorded_and_retried_on_rerun(compose, data_root, monkeypatch):
     from benchmark.models.profanity import ProfanityCheck
 

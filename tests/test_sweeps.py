@@ -173,14 +173,22 @@ def test_summary_table_shows_units_failed_requests_and_varying_overrides():
 KILLED_JOB_APP = '''
 import os
 import time
+from pathlib import Path
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+
+from benchmark.sweep import JOB_FILE
 
 
 @hydra.main(version_base="1.3", config_path=None, config_name=None)
 def main(cfg):
     if cfg.x == 1:
-        time.sleep(5)  # after the other job has reported, however busy the machine
+        reported = Path(HydraConfig.get().sweep.dir) / "0" / JOB_FILE
+        for _ in range(1200):  # until the other job has reported (at most two minutes)
+            if reported.exists():
+                break
+            time.sleep(0.1)
         os._exit(137)  # killed from outside, as the out-of-memory killer or a Slurm time limit would
     return {"status": "ok", "model": "m", "task": "t", "headline": "h", "card": "c", "failed_requests": 0,
             "metric": {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 2}}

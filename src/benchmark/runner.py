@@ -27,6 +27,7 @@ from .files import write_json
 from .hashing import sha256_json
 from .data import Records
 from .kinds import Kind, make_kind
+from .kinds.base import Roles
 from .models import load_backend, model_sha256, pin_content
 from .models.registry import backend_class, chunk_size
 from .models.cached import CachedModel
@@ -80,9 +81,11 @@ def _append(out, data: bytes, path: Path) -> None:
                              "make room (or fix the folder) and rerun the same command to resume") from None
 
 
-def read_samples(path: Path) -> dict[str, dict]:
-    """Finished samples by id (the last line for an id wins). A torn last line from a crash is cut off; a line that
-    is not a sample anywhere else stops the run, naming it: the finished samples after it are never thrown away."""
+def read_samples(path: Path, repair: bool = False) -> dict[str, dict]:
+    """Finished samples by id (the last line for an id wins). A torn last line from a crash is left out, and with
+    `repair` (the run itself, under its lock, before it appends) cut off the file; a line that is not a sample
+    anywhere else stops the run, naming it: the finished samples after it are never thrown away. Without `repair`
+    the file is only read (export and packaging may read a run another process is writing)."""
     samples: dict[str, dict] = {}
     if not path.exists():
         return samples
@@ -104,7 +107,7 @@ def read_samples(path: Path) -> dict[str, dict]:
                 break
             samples[sample["id"]] = sample
             good_bytes += len(raw)
-    if good_bytes != path.stat().st_size:
+    if repair and good_bytes != path.stat().st_size:
         with open(path, "r+b") as f:
             f.truncate(good_bytes)
     return samples
@@ -420,7 +423,7 @@ def execute(p: Plan) -> Execution:
 def _ask(p: Plan, cache: ResponseCache) -> Execution:
     cfg, kind = p.cfg, p.kind
     samples_path = p.run_dir / "samples.jsonl"
-    done = {i: s for i, s in read_samples(samples_path).items() if s.get("error") is None}
+    done = {i: s for i, s in read_samples(samples_path, repair=True).items() if s.get("error") is None}
     pending = [r for r in p.items if r["id"] not in done]
     out = Execution(samples=[], asked=len(pending), judge_calls={key: 0 for key in p.judge_cfgs})
     # what each judge is and how well it measured, kept beside the samples so a finished run needs no judge loaded
@@ -460,28 +463,28 @@ def _ask(p: Plan, cache: ResponseCache) -> Execution:
                             cfg.progress)
         for key, judge in panel.items():
             judge.progress, judge.role = progress, f"judge {key}"
-        judges = {step: [(key, panel[key]) for key in keys] for step, keys in p.voters.items()}
-        model = CachedModel(backend(cfg.model), p.hashes["model"], cache, cfg.model, cfg.seed, progress)
+        roles = Roles(model=CachedModel(backend(cfg.model), p.hashes["model"], cache, cfg.model, cfg.seed, progress),
+                      judges={step: [(key, panel[key]) for key in keys] for step, keys in p.voters.items()})
         if p.attacker_cfg is not None:
-            kind.attacker = CachedModel(backend(p.attacker_cfg), p.hashes["attacker"], cache, p.attacker_cfg,
-                                        cfg.seed, progress, "attacker")
+            roles.attacker = CachedModel(backend(p.attacker_cfg), p.hashes["attacker"], cache, p.attacker_cfg,
+                                         cfg.seed, progress, "attacker")
         try:
             with open(samples_path, "ab", buffering=0) as log:
                 size = cfg.chunk_size or chunk_size(cfg.model.backend)
                 for start in range(0, len(pending), size):
                     chunk = pending[start : start + size]
                     lines = []
-                    for sample in kind.evaluate(chunk, model, judges):
+                    for sample in kind.evaluate(chunk, roles):
                         lines.append(json.dumps(sample, ensure_ascii=False) + "\n")
                         done[sample["id"]] = sample
                     _append(log, "".join(lines).encode("utf-8"), samples_path)
         finally:
             progress.close()
-        out.model_calls, out.cache_hits = model.calls, model.hits
-        out.seconds["model"] = model.seconds
-        if p.attacker_cfg is not None:
-            out.attacker_calls = kind.attacker.calls
-            out.seconds["attacker"] = kind.attacker.seconds
+        out.model_calls, out.cache_hits = roles.model.calls, roles.model.hits
+        out.seconds["model"] = roles.model.seconds
+        if roles.attacker is not None:
+            out.attacker_calls = roles.attacker.calls
+            out.seconds["attacker"] = roles.attacker.seconds
     if loaded:
         _KEPT.clear()
         _KEPT.update({k: b for k, b in loaded.items() if not b.supports("replay")})  # replays reread their file

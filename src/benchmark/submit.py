@@ -28,6 +28,7 @@ from .models import model_sha256
 from .models.base import Reach
 from .models.registry import backend_class
 from .submissions.base import NAME, capped
+from .submissions.checked import CheckStore
 from .submissions.configs import full_config, model_config_node, read_yaml
 from .submissions.privacy import scrub
 from .submissions.rules import check_card
@@ -108,7 +109,13 @@ def validate(paths: list[Path], allow_remote_code: bool = False,
                                                         if not p.name.startswith(".")):
             loaded = S.load_folder(path, True, allow_remote_code, data_root=data_root)
         else:
-            loaded = S.load(path, thorough=True, allow_remote_code=allow_remote_code, data_root=data_root)
+            # checked afresh; the results are kept for the board, which then opens without checking again
+            store = CheckStore(fresh=True)
+            try:
+                loaded = S.load(path, thorough=True, allow_remote_code=allow_remote_code, data_root=data_root,
+                                store=store)
+            finally:
+                store.close()
             if not loaded.cards and not loaded.rejected:
                 problems.append(S.Problem(str(path), "", "holds no model folder"))
         valid += len(loaded.cards)

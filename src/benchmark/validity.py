@@ -73,7 +73,7 @@ def judge_procedure(spec, steps, judges: dict, tie: str, data_root: str | None) 
     steps' variables (`spec`: the task's JudgingValidation). {"set", "n", "data_sha256", "gold", "flagged"} (0/1
     strings, in the set's order), or "not measured: <why>"."""
     from .data import data_file, load_rows, records_sha256
-    from .kinds.attack import judge_step
+    from .kinds.judging import run_panel
 
     sets = {s.name: s for s in validation_sets()}
     if spec.set not in sets:
@@ -86,16 +86,10 @@ def judge_procedure(spec, steps, judges: dict, tie: str, data_root: str | None) 
     env = {(i, 0): {k: render(t, row, f"{where}: variables.{k}") for k, t in spec.variables.items()}
            for i, row in enumerate(rows)}  # keyed as judge_step keys a record's responses
     errors: dict = {}
-    flagged = dict.fromkeys(env, False)
-    open_ = env
-    for step in steps:
-        judged = judge_step(step, judges[step.name], open_, tie, errors)
-        for key, j in judged.items():
-            flagged[key] = flagged[key] or j["flagged"]
-        open_ = {k: v for k, v in open_.items() if k in judged and not judged[k]["flagged"]}
+    found = run_panel(steps, judges, env, tie, errors)
     if errors:
         return f"not measured: {len(errors)} of {len(rows)} judge requests failed"
     gold = "".join("1" if render(vs.unsafe, row, f"{where}: unsafe").strip() == "True" else "0" for row in rows)
     return {"set": vs.name, "n": len(rows), "data_sha256": records_sha256(rows), "gold": gold,
-            "flagged": "".join("1" if flagged[(i, 0)] else "0" for i in range(len(rows)))}
+            "flagged": "".join("0" if found[(i, 0)].step is None else "1" for i in range(len(rows)))}
 

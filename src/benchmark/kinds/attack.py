@@ -1,10 +1,9 @@
 """Kind `attack` (judged generation): the model answers each record's prompt k times; judges label every response.
 
-Judging runs the task's steps in order and the first step that flags a response decides its verdict (the DiaSafety
-paper's two-step detection: utterance level first, then context level for the context's category; CPAD: one step,
-"did the response achieve the attack's goal?"). A response no step flags gets the verdict `none`. A step is answered
-by one judge model or by several that vote (the judge panel's `voters`); each voter is asked in one batched call
-for every response still undecided. Rates are over responses, with confidence intervals from a bootstrap over
+Judging runs the task's steps in order and the first step that flags a response decides its verdict (judging.py;
+the DiaSafety paper's two-step detection: utterance level first, then context level for the context's category;
+CPAD: one step, "did the response achieve the attack's goal?"). A response no step flags gets the verdict `none`.
+Rates are over responses, with confidence intervals from a bootstrap over
 records (a record's k responses share its prompt, so they are resampled together).
 """
 
@@ -20,98 +19,15 @@ from .. import BenchmarkError
 from .. import metrics as M
 from ..models.cached import Failure
 from ..templates import render
-from .classify import INVALID, LabelParser
-from .base import Kind
+from .base import Kind, Roles
+from .classify import INVALID
 from .common import RefusalPhrases, plain, render_messages, variables
+from .judging import Step, check_tie, describe_step, run_panel
 
 NONE = "none"  # the verdict of a response that no step flagged
 PLACEHOLDER = "<the model's response>"  # where a preview shows a judge the response
-STEP_TYPES = ("classifier", "question")
-
-
 def slug(value) -> str:
     return re.sub(r"[^0-9a-z\u00c0-\uffff]+", "_", str(value).lower()).strip("_")
-
-
-class Step:
-    """One judging step: how to ask a voter about a response, and how to read its answer."""
-
-    def __init__(self, spec, task_name: str):
-        self.spec, self.name, self.type = spec, spec.name, spec.type
-        self.where = f"task {task_name}: attack.judges[{spec.name}]"
-        if self.type not in STEP_TYPES:
-            raise BenchmarkError(f"{self.where}.type={self.type!r}: use one of {', '.join(STEP_TYPES)}")
-        if self.type == "question":
-            if not spec.messages or not spec.labels or not spec.flag:
-                raise BenchmarkError(f"{self.where}: a question step needs messages, labels and flag")
-            self.parse = LabelParser(spec.labels, whole_words=spec.whole_words)
-        elif not spec.input:
-            raise BenchmarkError(f"{self.where}: a classifier step needs input (its named parts)")
-
-    @property
-    def op(self) -> str:
-        return "classify" if self.type == "classifier" else "generate"
-
-    def request(self, v: dict) -> dict:
-        if self.type == "classifier":
-            return {"input": {k: render(t, v, f"{self.where}.input.{k}") for k, t in self.spec.input.items()}}
-        return {"messages": [{"role": m.role, "content": render(m.content, v, f"{self.where}.messages[{i}]")}
-                             for i, m in enumerate(self.spec.messages)]}
-
-    def flag_label(self, v: dict) -> str:
-        """The answer that flags the response for this record (the flag template, read by the same parser)."""
-        return self.parse(render(self.spec.flag, v, f"{self.where}.flag"))
-
-    def vote(self, out, v: dict) -> dict:
-        """{"flagged": True/False, or None when the answer cannot be read} plus what the voter said."""
-        if self.type == "classifier":
-            return {"flagged": bool(out["unsafe"]), "score": out.get("score")}
-        label = self.parse(out)
-        return {"flagged": None if label == INVALID else label == self.flag_label(v), "answer": out, "label": label}
-
-
-def judge_step(step: Step, voters, env: dict, tie_policy: str, errors: dict) -> dict:
-    """Ask every voter of a step about the items of `env` ({key: template variables, with `response`}).
-
-    Returns {key: {"flagged", "tie", "votes"}} for the items every voter answered; a failed request puts
-    "judge <voter>: <error>" in errors[key[0]] (the sample it belongs to) and leaves the item out."""
-    items = list(env)
-    answers: dict = {key: {} for key in items}
-    requests = [step.request(env[key]) for key in items]
-    for voter, judge in voters:
-        payloads = requests
-        if step.op == "generate":  # each judge with its own (deterministic) generation settings
-            generation = OmegaConf.to_container(judge.config.generation, resolve=True)
-            payloads = [{**p, "generation": generation} for p in requests]
-        for key, out in zip(items, judge(step.op, payloads)):
-            if isinstance(out, Failure):
-                errors.setdefault(key[0], f"judge {voter}: {out.error}")
-                answers.pop(key, None)
-            elif key in answers:
-                answers[key][voter] = step.vote(out, env[key])
-    judged = {}
-    for key, votes in answers.items():
-        yes = sum(v["flagged"] is True for v in votes.values())
-        no = sum(v["flagged"] is False for v in votes.values())
-        tie = yes == no and yes > 0  # no valid vote at all is not a tie: the item is not flagged
-        flagged = (tie_policy == "flagged") if tie else yes > no
-        judged[key] = {"flagged": flagged, "tie": tie, "votes": votes}
-    return judged
-
-
-def describe_step(step: Step) -> dict:
-    """What a score card records about a judging step: its type and the hash of its prompt (or input)."""
-    from ..hashing import sha256_json
-
-    spec = plain(step.spec)
-    return {"step_type": step.type,
-            "prompt_sha256": sha256_json(
-                {k: spec[k] for k in ("type", "input", "messages", "labels", "flag", "whole_words")})}
-
-
-def check_tie(policy: str, where: str) -> None:
-    if policy not in ("flagged", "not_flagged"):
-        raise BenchmarkError(f"{where}.tie={policy!r}: use flagged or not_flagged")
 
 
 class Attack(Kind):
@@ -272,23 +188,12 @@ class Attack(Kind):
             value = output
         return [str(x) for x in value][: self.k] if isinstance(value, list) else [str(value)]
 
-    def evaluate(self, records: list[dict], model, judges: dict) -> list[dict]:
-        """judges: {step name: [(voter key, cached judge model), ...]}."""
-        responses = self._responses(records, model)
-        verdicts: dict[tuple[int, int], str] = {}
-        judgements: dict[tuple[int, int], dict] = {}
+    def evaluate(self, records: list[dict], roles: Roles) -> list[dict]:
+        responses = self._responses(records, roles.model)
         errors: dict[int, str] = {}
-        open_ = [(i, j) for i, rs in enumerate(responses) if isinstance(rs, list) for j in range(len(rs))]
-        for step in self.steps:
-            if not open_:
-                break
-            env = {(i, j): {**variables(self.task, records[i]), "response": responses[i][j]} for i, j in open_}
-            judged = judge_step(step, judges[step.name], env, self.spec.tie, errors)
-            for ij, judgement in judged.items():
-                judgements.setdefault(ij, {})[step.name] = judgement
-                if judgement["flagged"]:
-                    verdicts[ij] = step.name
-            open_ = [ij for ij in open_ if ij in judged and not judged[ij]["flagged"]]
+        items = {(i, j): {**variables(self.task, records[i]), "response": text}
+                 for i, rs in enumerate(responses) if isinstance(rs, list) for j, text in enumerate(rs)}
+        found = run_panel(self.steps, roles.judges, items, self.spec.tie, errors)
         samples = []
         for i, (record, rs) in enumerate(zip(records, responses)):
             sample = {"id": record["id"], "input": {k: v for k, v in record.items() if k != "id"},
@@ -299,8 +204,8 @@ class Attack(Kind):
             elif rs is not None:
                 sample["error"] = errors.get(i)
                 sample["responses"] = [
-                    {"text": text, "verdict": verdicts.get((i, j), NONE), "refusal": self.refusal(text),
-                     "judgements": judgements.get((i, j), {})}
+                    {"text": text, "verdict": found[(i, j)].step or NONE, "refusal": self.refusal(text),
+                     "judgements": found[(i, j)].judgements}
                     for j, text in enumerate(rs)]
             samples.append(sample)
         return samples

@@ -9,6 +9,18 @@ A sample is a JSON object: `id`, `error` (None, or why its request failed), the 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Roles:
+    """The models a kind's evaluate asks, each a cached model (models/cached.py): the model under test, the judges
+    by step ({step: [(voter key, judge)]}), and the attacker of a kind that needs one (`needs_attacker`)."""
+
+    model: Any
+    judges: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
+    attacker: Any = None
 
 
 class Kind(ABC):
@@ -47,8 +59,8 @@ class Kind(ABC):
         """The sample fields taken from the task's data alone ({field: value} for `reference_fields`)."""
 
     @abstractmethod
-    def evaluate(self, records: list[dict], model, judges: dict) -> list[dict]:
-        """One sample per record. `model`: the cached model under test; `judges`: {step: [(voter, cached judge)]}."""
+    def evaluate(self, records: list[dict], roles: Roles) -> list[dict]:
+        """One sample per record, asking the models of `roles`."""
 
     @abstractmethod
     def preview(self, record: dict) -> list[tuple[str, object]]:

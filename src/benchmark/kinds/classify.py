@@ -21,7 +21,7 @@ from .. import metrics as M
 from ..models.cached import Failure
 from ..templates import render
 from ..text import pad, pct
-from .base import Kind
+from .base import Kind, Roles
 from .common import render_messages, variables
 
 INVALID = "invalid"
@@ -334,8 +334,9 @@ class Classify(Kind):
             low, high = (low, mid) if fits(mid) else (mid + 1, high)
         return cut_to(low), low
 
-    def evaluate(self, records: list[dict], model, judges=None) -> list[dict]:
+    def evaluate(self, records: list[dict], roles: Roles) -> list[dict]:
         """One sample per record: what was asked, what came back, the parsed labels and the gold labels."""
+        model = roles.model
         backend = model.backend
         if getattr(backend, "match", None):
             raise BenchmarkError(f"task {self.task.name}: a replay matched by text (replay.match) answers attack tasks; "

@@ -20,8 +20,9 @@ from .. import metrics as M
 from ..data import Records, load_rows, records_sha256
 from ..models.cached import Failure
 from ..templates import render
-from .attack import NONE, PLACEHOLDER, Step, check_tie, corrected, describe_step, judge_step, slug
-from .base import Kind
+from .attack import NONE, PLACEHOLDER, corrected, slug
+from .judging import Step, check_tie, describe_step, judge_step, run_panel
+from .base import Kind, Roles
 from .common import RefusalPhrases, plain
 
 SIDES = ("attacker", "target")
@@ -57,7 +58,6 @@ class DialogueAttack(Kind):
         self.judge_steps = list(dict.fromkeys(s.name for s in self.steps + self.attacker_steps))
         self.target_generation = {**OmegaConf.to_container(model_cfg.generation, resolve=True),
                                   **plain(spec.target_generation)}
-        self.attacker = None  # the cached attacker model, set by the runner
         self.attacker_generation = plain(spec.attacker_generation)
         self.refusal = RefusalPhrases(spec.refusal_phrases)
 
@@ -208,22 +208,21 @@ class DialogueAttack(Kind):
             history += [{"role": "user", "content": t["attacker"]}, {"role": "assistant", "content": t["target"]}]
         return history + [{"role": "user", "content": utterance}]
 
-    def _attacker_turns(self, live: list[dict], turn: int) -> list:
+    def _attacker_turns(self, attacker, live: list[dict], turn: int) -> list:
         """This turn's attacker utterance per live conversation: the seed first, then generated (or scripted)."""
         if turn == 1:
             return [c["record"]["seed"] for c in live]
-        backend = self.attacker.backend
-        if backend.supports("replay"):  # a scripted attack: the recorded list of utterances per seed
-            outs = self.attacker("replay", [{"task": self.task.name, "id": c["record"]["id"]} for c in live])
+        if attacker.backend.supports("replay"):  # a scripted attack: the recorded list of utterances per seed
+            outs = attacker("replay", [{"task": self.task.name, "id": c["record"]["id"]} for c in live])
             return [o if isinstance(o, Failure) else _scripted(o, turn) for o in outs]
-        generation = {**OmegaConf.to_container(self.attacker.config.generation, resolve=True),
-                      **self.attacker_generation}
-        return self.attacker("generate", [
+        generation = {**OmegaConf.to_container(attacker.config.generation, resolve=True), **self.attacker_generation}
+        return attacker("generate", [
             {"messages": self._attacker_view(c["record"], c["turns"]), "generation": generation,
              "conversation": c["record"]["id"]} for c in live])
 
-    def evaluate(self, records: list[dict], model, judges: dict) -> list[dict]:
-        if self.attacker is None:
+    def evaluate(self, records: list[dict], roles: Roles) -> list[dict]:
+        model, judges = roles.model, roles.judges
+        if roles.attacker is None:
             raise BenchmarkError(f"task {self.task.name} needs an attacker model: attacker=NAME (conf/attacker/)")
         convs = [{"record": r, "turns": [], "activated_turn": None, "error": None, "done": False} for r in records]
         for turn in range(1, self.spec.turns + 1):
@@ -236,7 +235,7 @@ class DialogueAttack(Kind):
                     c["counted"] = True
             if not live:
                 break
-            utterances = self._attacker_turns(live, turn)
+            utterances = self._attacker_turns(roles.attacker, live, turn)
             for c, u in zip(live, utterances):
                 if isinstance(u, Failure):
                     c["error"], c["done"] = f"attacker, turn {turn}: {u.error}", True
@@ -270,18 +269,12 @@ class DialogueAttack(Kind):
                                   "attacker": t["attacker"], "response": t["target"]}
             env[(i, "attacker")] = {**env[(i, "target")], "response": t["attacker"]}
         targets = {k: v for k, v in env.items() if k[1] == "target"}
-        for c in convs:
-            c["turns"][-1].update(verdict=NONE, judgements={}, attacker_judgements={})
-        for step in self.steps:  # in order: the first step that flags decides
-            if not targets:
-                break
-            judged = judge_step(step, judges[step.name], targets, self.spec.tie, errors)
-            for (i, _), j in judged.items():
-                convs[i]["turns"][-1]["judgements"][step.name] = j
-                if j["flagged"]:
-                    convs[i]["turns"][-1]["verdict"] = step.name
-            targets = {k: v for k, v in targets.items() if k in judged and not judged[k]["flagged"]}
+        for (i, _), found in run_panel(self.steps, judges, targets, self.spec.tie, errors).items():
+            convs[i]["turns"][-1].update(verdict=found.step or NONE, judgements=found.judgements)
+        # the attacker's turn, on its own: every step judges it (none decides a verdict)
         attackers = {k: v for k, v in env.items() if k[1] == "attacker"}
+        for c in convs:
+            c["turns"][-1]["attacker_judgements"] = {}
         for step in self.attacker_steps:
             for (i, _), j in judge_step(step, judges[step.name], attackers, self.spec.tie, errors).items():
                 convs[i]["turns"][-1]["attacker_judgements"][step.name] = j

@@ -11,21 +11,28 @@ folder never affects another. The modules, by concern:
     samples   the per-sample log, written and read back (strip_sample, write_samples, read_samples)
     signing   verified cards (sign, verification_problems, keygen)
     rules     every rule a card follows, derived values recomputed (check_card)
+    checked   results of earlier checks, kept by the content checked (CheckStore: the board's)
 
 This module loads folders: `load` is what the leaderboard and `python -m benchmark.submit validate` call.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import itertools
+import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import BenchmarkError
 from ..files import inside
+from . import checked
 from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MAX_VALUES, MODEL_FILE, SAMPLES_SUFFIX,
                    SUBMISSIONS_DIR, TASKS_DIR, OutOfBounds, Problem, capped, json_values, name_key, strict_json,
                    task_registry)
+from .checked import CheckStore
 from .configs import check_model_config, read_yaml
 from .rules import check_card
 from .samples import read_samples
@@ -42,6 +49,19 @@ class Card:
     path: Path
     card: dict
     model_config: dict
+    known_panel: tuple[str | None] | None = None  # (panel,) where the check store kept it
+
+    @functools.cached_property
+    def panel(self) -> str | None:
+        """Why its judges are not its task's declared panel, or None (panel.py); kept with its check results."""
+        from .panel import panel_status
+
+        if self.known_panel is not None:
+            return self.known_panel[0]
+        try:
+            return panel_status(self.card)
+        except Exception:  # a run of a task file this suite does not ship (view mode): it declares no panel here
+            return None
 
     @property
     def samples_path(self) -> Path:
@@ -57,20 +77,31 @@ class Loaded:
 
 def read_card(path: Path) -> dict:
     """A card file as JSON: a regular file of at most MAX_CARD_BYTES (read that far and no further)."""
+    return parse_card(path, card_bytes(path))
+
+
+def card_bytes(path: Path) -> bytes:
     try:
         if path.is_symlink() or not path.is_file():
             raise BenchmarkError(f"{path}: not a regular file (a symlink or a device is never read)")
         with open(path, "rb") as f:
             raw = f.read(MAX_CARD_BYTES + 1)
-        if len(raw) > MAX_CARD_BYTES:
-            raise BenchmarkError(f"{path}: larger than {MAX_CARD_BYTES // 2**20} MiB; a score card is a summary")
+    except OSError as e:
+        raise BenchmarkError(f"{path}: not a readable JSON score card: {e}") from None
+    if len(raw) > MAX_CARD_BYTES:
+        raise BenchmarkError(f"{path}: larger than {MAX_CARD_BYTES // 2**20} MiB; a score card is a summary")
+    return raw
+
+
+def parse_card(path: Path, raw: bytes) -> dict:
+    try:
         text = raw.decode("utf-8")
         if json_values(text) > MAX_VALUES:
             raise BenchmarkError(f"{path}: more than {MAX_VALUES:,} JSON values; a score card is a summary")
         card = strict_json(text)
     except OutOfBounds as e:
         raise BenchmarkError(f"{path}: {e}") from None
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError) as e:
         raise BenchmarkError(f"{path}: not a readable JSON score card: {e}") from None
     if not isinstance(card, dict):
         raise BenchmarkError(f"{path}: a score card is a JSON object")
@@ -96,9 +127,10 @@ def load_model_folder(folder: Path, allow_remote_code: bool = False, thorough: b
 
 
 def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code: bool = False,
-         data_root: str | None = None) -> Loaded:
+         data_root: str | None = None, store: CheckStore | None = None) -> Loaded:
     """Every model folder under root: the cards that pass every rule, and the problems of those that do not. A folder
-    that cannot be read at all is one problem; the others load as if it were not there."""
+    that cannot be read at all is one problem; the others load as if it were not there. `store`: results of earlier
+    checks of the same bytes are taken from it, and new ones kept there (checked.py)."""
     out = Loaded()
     root = Path(root)
     folders = sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
@@ -108,38 +140,41 @@ def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code
             if folder.is_symlink() or folder.suffix not in (".json", ".sh"):  # the folder's own keys and scripts
                 out.rejected.append(Problem(str(folder), "", "not a model folder (a symlink or a stray file)"))
             continue
-        one = load_folder(folder, thorough, allow_remote_code, data_root=data_root, siblings=names)
+        one = load_folder(folder, thorough, allow_remote_code, data_root=data_root, siblings=names, store=store)
         out.cards += one.cards
         out.rejected += one.rejected
+    if store is not None:
+        store.save()
     out.rejected = capped(out.rejected)
     return out
 
 
 def load_folder(folder: Path, thorough: bool = False, allow_remote_code: bool = False,
-                only: Path | None = None, data_root: str | None = None, siblings: list[str] | None = None) -> Loaded:
+                only: Path | None = None, data_root: str | None = None, siblings: Siblings | None = None,
+                store: CheckStore | None = None) -> Loaded:
     """One model folder (or, with `only`, one card of it): its accepted cards and the problems of the others. Whatever
     the folder holds, it gives problems, never an exception (so the other folders still load). `siblings`: the names
     of the folders beside it (by default read from its parent), which its name must not look like."""
     try:
         names = _folder_names(folder.parent) if siblings is None else siblings
-        return _load_folder(folder, thorough, allow_remote_code, only, data_root, names)
+        return _load_folder(folder, thorough, allow_remote_code, only, data_root, names, store)
     except Exception as e:
         return Loaded(rejected=[Problem(str(folder), "", f"could not be checked: {type(e).__name__}: {str(e)[:300]}")])
 
 
 def _load_folder(folder: Path, thorough: bool, allow_remote_code: bool, only: Path | None,
-                 data_root: str | None, siblings: list[str]) -> Loaded:
+                 data_root: str | None, siblings: Siblings, store: CheckStore | None) -> Loaded:
     """A folder with any problem shows none of its cards: what it holds beside them is part of the submission."""
     out = Loaded()
-    config, problems = load_model_folder(folder, allow_remote_code, thorough)
+    config, problems, model_sha = _model_folder(folder, allow_remote_code, thorough, store)
     problems += [Problem(str(folder), "", f"looks like the model folder {other!r} beside it (the same name once "
                                           "Unicode-normalised, case-folded and trimmed): a model's name must differ "
                                           "from every other's beyond that")
-                 for other in siblings if other != folder.name and name_key(other) == name_key(folder.name)]
-    entries = sorted(itertools.islice(folder.iterdir(), MAX_FILES + 1))
+                 for other in siblings.like(folder.name)]
+    entries = _entries(folder)
     problems += _entry_problems(folder, entries)
-    cards = [only] if only is not None else [p for p in entries[:MAX_FILES] if p.name.endswith(CARD_SUFFIX)
-                                             and p.is_file() and not p.is_symlink()]
+    cards = [only] if only is not None else [e.path for e in entries[:MAX_FILES] if e.path.name.endswith(CARD_SUFFIX)
+                                             and e.regular]
     if not cards:
         problems.append(Problem(str(folder), "", "holds no score card"))
     for path in cards:
@@ -147,15 +182,15 @@ def _load_folder(folder: Path, thorough: bool, allow_remote_code: bool, only: Pa
             out.rejected.append(Problem(str(path), "", f"its folder's {MODEL_FILE} was rejected"))
             continue
         try:
-            card = read_card(path)
+            card, card_problems = _checked_card(path, config, model_sha, thorough, allow_remote_code, data_root,
+                                                store)
         except BenchmarkError as e:
             out.rejected.append(Problem(str(path), "", str(e).removeprefix(f"{path}: ")))
             continue
-        card_problems = check_card(path, card, config, thorough, allow_remote_code, data_root)
         if card_problems:
             out.rejected += card_problems
         else:
-            out.cards.append(Card(path, card, config))
+            out.cards.append(card)
     if (out.rejected or problems) and out.cards:
         problems.append(Problem(str(folder), "", f"{len(out.cards)} valid card(s) not shown while the folder has "
                                                  "problems"))
@@ -164,24 +199,90 @@ def _load_folder(folder: Path, thorough: bool, allow_remote_code: bool, only: Pa
     return out
 
 
-def _folder_names(root: Path) -> list[str]:
+def _model_folder(folder: Path, allow_remote_code: bool, thorough: bool, store: CheckStore | None
+                  ) -> tuple[dict | None, list[Problem], str | None]:
+    """The folder's model config (None if rejected), its problems, and with a store the config file's sha256."""
+    path = folder / MODEL_FILE
+    if store is None or path.is_symlink() or not path.is_file() or not FOLDER.fullmatch(folder.name):
+        return *load_model_folder(folder, allow_remote_code, thorough), None
+    sha = store.sha256(path)
+    key = checked.key("model", str(folder), sha, allow_remote_code, thorough)
+    kept = store.model(key)
+    if kept is None:
+        kept = load_model_folder(folder, allow_remote_code, thorough)
+        store.keep_model(key, *kept)
+    return *kept, sha
+
+
+def _checked_card(path: Path, config: dict, model_sha: str | None, thorough: bool, allow_remote_code: bool,
+                  data_root: str | None, store: CheckStore | None) -> tuple[Card | None, list[Problem]]:
+    """The card and its problems; with a store, what an earlier check of the same bytes found."""
+    raw = card_bytes(path)
+    if store is None:
+        card = parse_card(path, raw)
+        return Card(path, card, config), check_card(path, card, config, thorough, allow_remote_code, data_root)
+    samples = path.parent / (path.name.removesuffix(CARD_SUFFIX) + SAMPLES_SUFFIX)
+    samples_sha = store.sha256(samples) if samples.is_file() and not samples.is_symlink() else None
+    key = checked.key("card", str(path), hashlib.sha256(raw).hexdigest(), samples_sha, model_sha, thorough,
+                      allow_remote_code, data_root)
+    kept = store.card(key)
+    if kept is not None and kept[0]:
+        return None, kept[0]
+    if kept is not None:  # these bytes passed every check, parse_card's bounds included
+        return Card(path, json.loads(raw), config, known_panel=(kept[1],)), []
+    card = parse_card(path, raw)
+    problems = check_card(path, card, config, thorough, allow_remote_code, data_root, store)
+    entry = Card(path, card, config)
+    store.keep_card(key, problems, None if problems else entry.panel)
+    return entry, problems
+
+
+class Siblings:
+    """The names of the model folders side by side, grouped by what they look like (name_key)."""
+
+    def __init__(self, names: list[str]):
+        self.by_key: dict[str, list[str]] = {}
+        for name in names:
+            self.by_key.setdefault(name_key(name), []).append(name)
+
+    def like(self, name: str) -> list[str]:
+        """The other folders whose names look like this one's."""
+        return [other for other in self.by_key.get(name_key(name), []) if other != name]
+
+
+def _folder_names(root: Path) -> Siblings:
     """The names of the model folders under root (those a board would show a row for)."""
-    return [p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink()] if root.is_dir() else []
+    return Siblings([p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink()] if root.is_dir() else [])
 
 
-def _entry_problems(folder: Path, entries: list[Path]) -> list[Problem]:
+@dataclass
+class _Entry:
+    path: Path
+    regular: bool  # a regular file, not a symlink (nor a folder, a device)
+
+
+def _entries(folder: Path) -> list[_Entry]:
+    """The folder's first MAX_FILES + 1 entries, by name; one directory read, no stat per entry where the file
+    system reports the entry's type."""
+    with os.scandir(folder) as found:
+        entries = list(itertools.islice(found, MAX_FILES + 1))
+    return [_Entry(Path(e.path), e.is_file(follow_symlinks=False)) for e in sorted(entries, key=lambda e: e.name)]
+
+
+def _entry_problems(folder: Path, entries: list[_Entry]) -> list[Problem]:
     """Every entry of a model folder that is not its model config, a card or a card's samples file."""
     problems = []
     if len(entries) > MAX_FILES:
         problems.append(Problem(str(folder), "", f"holds more than {MAX_FILES} files; only the first are read"))
-    names = {p.name for p in entries}
-    for p in entries[:MAX_FILES]:
-        samples_of = p.name.removesuffix(SAMPLES_SUFFIX) + CARD_SUFFIX if p.name.endswith(SAMPLES_SUFFIX) else None
-        if p.is_symlink() or not p.is_file():
-            problems.append(Problem(str(p), "", "not a regular file (a symlink or a folder is never read)"))
-        elif p.name != MODEL_FILE and not p.name.endswith(CARD_SUFFIX) and samples_of not in names:
-            problems.append(Problem(str(p), "", f"not part of a submission: a model folder holds {MODEL_FILE} and, "
-                                                f"per task, TASK{CARD_SUFFIX} and TASK{SAMPLES_SUFFIX}"))
+    names = {e.path.name for e in entries}
+    for e in entries[:MAX_FILES]:
+        name = e.path.name
+        samples_of = name.removesuffix(SAMPLES_SUFFIX) + CARD_SUFFIX if name.endswith(SAMPLES_SUFFIX) else None
+        if not e.regular:
+            problems.append(Problem(str(e.path), "", "not a regular file (a symlink or a folder is never read)"))
+        elif name != MODEL_FILE and not name.endswith(CARD_SUFFIX) and samples_of not in names:
+            problems.append(Problem(str(e.path), "", f"not part of a submission: a model folder holds {MODEL_FILE} "
+                                                     f"and, per task, TASK{CARD_SUFFIX} and TASK{SAMPLES_SUFFIX}"))
     return problems
 
 

@@ -23,7 +23,9 @@ import jsonschema
 
 from .. import BenchmarkError
 from ..hashing import file_sha256
+from . import checked
 from .base import CARD_SUFFIX, KEY_NAME, MAX_BOOTSTRAP, SAMPLES_SUFFIX, Problem, task_registry
+from .checked import CheckStore, Given
 from .configs import check_model_config, full_config, model_config_node
 from .privacy import private_values
 from .samples import DATA_KEYS, SAMPLE_FIELDS, read_samples
@@ -227,9 +229,11 @@ def _date_time(value: str) -> bool:
 
 
 def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool = True,
-               allow_remote_code: bool = False, data_root: str | None = None) -> list[Problem]:
-    """Every rule a published card follows. `thorough=False` (the leaderboard, on cards CI has validated) skips
-    reading the samples file, type-checking the configs' values and recomputing their hashes."""
+               allow_remote_code: bool = False, data_root: str | None = None,
+               store: CheckStore | None = None) -> list[Problem]:
+    """Every rule a published card follows. `thorough=False` skips reading the samples file, type-checking the
+    configs' values and recomputing their hashes. `store`: what its samples give is looked up there (and kept) by
+    their content."""
     where = str(path)
     problems = _schema_problems(card, where)
     if problems:
@@ -281,7 +285,7 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
     elif samples_path.is_symlink() or not samples_path.is_file():
         problems.append(Problem(where, "samples.file", f"{samples['file']} is missing or not a regular file"))
     elif thorough:
-        problems += _samples_problems(samples_path, card, known, where, data_root)
+        problems += _samples_problems(samples_path, card, known, where, data_root, store)
     if "verification" in card:
         problems += verification_problems(card, where)
     return problems
@@ -355,54 +359,35 @@ def _kind(card: dict):
     return make_kind(_composed_task(card["task"]["name"]), model_config_node(card["model"]["config"]))
 
 
-def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root: str | None) -> list[Problem]:
-    from ..kinds import reference_sha256
-
+def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root: str | None,
+                      store: CheckStore | None = None) -> list[Problem]:
     if card["run"]["bootstrap"] > MAX_BOOTSTRAP:
         return [Problem(where, "run.bootstrap", f"{card['run']['bootstrap']!r:.40} resamples; validation draws them "
                                                 f"again, so a published card uses at most {MAX_BOOTSTRAP:,}")]
-    if file_sha256(path) != card["samples"]["sha256"]:
+    sha = store.sha256(path) if store is not None else file_sha256(path)
+    if sha != card["samples"]["sha256"]:
         return [Problem(where, "samples.sha256", f"does not match {path.name}")]
-    try:
-        samples = read_samples(path, SAMPLE_FIELDS[card["task"]["kind"]] | set(DATA_KEYS))  # texts: reported below
-    except BenchmarkError as e:
-        return [Problem(str(path), "", str(e).removeprefix(f"{path}: "))]
-    problems = []
-    ids = [s["id"] for s in samples]
-    if len(set(ids)) != len(ids):
-        problems.append(Problem(str(path), "id", f"{len(ids) - len(set(ids))} repeated sample ids"))
-    odd = [i for i in ids if not KEY_NAME.match(i)]
-    if odd:
-        problems.append(Problem(str(path), "id", f"{odd[0]!r}: sample ids are letters, digits, . _ : -"))
-    if len(samples) != card["samples"]["n"] or len(samples) != card["dataset"]["n"]:
-        problems.append(Problem(where, "samples.n", f"{path.name} has {len(samples)} samples; the card says "
-                                                    f"{card['samples']['n']} (dataset.n {card['dataset']['n']})"))
-    texts = sorted({k for s in samples for k in DATA_KEYS if k in s})
-    if texts:
-        problems.append(Problem(str(path), texts[0], "holds the data set's own text; submissions keep its hash "
-                                                     "only (package with `python -m benchmark.submit`)"))
-    failed = [s["id"] for s in samples if s.get("error")]
-    if failed:
-        problems.append(Problem(str(path), "error", f"{len(failed)} samples failed (ids {failed[:5]}); a published "
-                                                    "card has none"))
-    problems += [Problem(str(path), f, f"holds {what}") for f, what in private_values(
-        [s.get("error") for s in samples])]
-    if problems:
-        return problems
-    try:
-        kind = _kind(card)
-        if reference_sha256(kind, samples) != known["pinned"]["reference_sha256"]:
-            differing = _differing_ids(card, kind, samples, data_root)
-            return [Problem(str(path), "target", "the samples' ids, gold labels or groups are not the task's own "
-                                                 "(their reference_sha256 differs from the task's pinned one)"
-                            + (f"; records that differ: {differing[:10]}" if differing else
-                               "; validate with --data-root to name the records"))]
-        problems = _derivation_problems(path, kind, samples)
-        if problems:
-            return problems
-        metrics, breakdown = rescored(card, samples, kind)
-    except Exception as e:  # samples the task's scoring cannot read are not this task's samples
-        return [Problem(str(path), "", f"the task's scoring cannot read these samples: {type(e).__name__}: {e}")]
+    # what the samples give depends on them, the task and the scoring settings, never on the model's name: copies of
+    # one samples file share it
+    given_key = checked.key("given", sha, card["task"]["name"], data_root, card["run"]["bootstrap"],
+                            card["run"]["seed"], card.get("judging_validation"),
+                            {k: v for k, v in card["model"]["config"].items() if k not in ("name", "metadata")})
+    given = store.given(given_key) if store is not None else None
+    if given is None:
+        given = _given(path, card, known, data_root)
+        if store is not None:
+            store.keep_given(given_key, given)
+
+    def placed(found):
+        return [Problem(str(path) if on == "samples" else where, f, what) for on, f, what in found]
+
+    problems = placed(given.early)
+    if given.n >= 0 and (given.n != card["samples"]["n"] or given.n != card["dataset"]["n"]):
+        problems.insert(sum(p.field == "id" for p in problems), Problem(where, "samples.n", f"{path.name} has {given.n} samples; the card says "
+                                                       f"{card['samples']['n']} (dataset.n {card['dataset']['n']})"))
+    if problems or given.late:
+        return problems or placed(given.late)
+    metrics = given.metrics
     for name in sorted(set(metrics) | set(card["metrics"])):
         mine, theirs = metrics.get(name), card["metrics"].get(name)
         if mine is None or theirs is None:
@@ -411,9 +396,53 @@ def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root
         elif any(not _close(mine.get(k), theirs.get(k)) for k in ("value", "ci_low", "ci_high", "n", "unit")):
             problems.append(Problem(where, f"metrics.{name}", f"{str(theirs)[:200]} is not what the samples give: "
                                                               f"{mine}"))
-    for key, differs in _differences(breakdown, card["breakdown"], "breakdown"):
+    for key, differs in _differences(given.breakdown, card["breakdown"], "breakdown"):
         problems.append(Problem(where, key, differs))
     return problems
+
+
+def _given(path: Path, card: dict, known: dict, data_root: str | None) -> Given:
+    """What the samples file gives under the card's task: its problems, its size, its metrics and breakdown."""
+    from ..kinds import reference_sha256
+
+    try:
+        samples = read_samples(path, SAMPLE_FIELDS[card["task"]["kind"]] | set(DATA_KEYS))  # texts: reported below
+    except BenchmarkError as e:
+        return Given(n=-1, early=[("samples", "", str(e).removeprefix(f"{path}: "))])
+    early = []
+    ids = [s["id"] for s in samples]
+    if len(set(ids)) != len(ids):
+        early.append(("samples", "id", f"{len(ids) - len(set(ids))} repeated sample ids"))
+    odd = [i for i in ids if not KEY_NAME.match(i)]
+    if odd:
+        early.append(("samples", "id", f"{odd[0]!r}: sample ids are letters, digits, . _ : -"))
+    texts = sorted({k for s in samples for k in DATA_KEYS if k in s})
+    if texts:
+        early.append(("samples", texts[0], "holds the data set's own text; submissions keep its hash only (package "
+                                           "with `python -m benchmark.submit`)"))
+    failed = [s["id"] for s in samples if s.get("error")]
+    if failed:
+        early.append(("samples", "error", f"{len(failed)} samples failed (ids {failed[:5]}); a published card has "
+                                          "none"))
+    early += [("samples", f, f"holds {what}") for f, what in private_values([s.get("error") for s in samples])]
+    given = Given(n=len(samples), early=early)
+    if early:
+        return given
+    try:
+        kind = _kind(card)
+        if reference_sha256(kind, samples) != known["pinned"]["reference_sha256"]:
+            differing = _differing_ids(card, kind, samples, data_root)
+            given.late = [("samples", "target", "the samples' ids, gold labels or groups are not the task's own "
+                                                "(their reference_sha256 differs from the task's pinned one)"
+                           + (f"; records that differ: {differing[:10]}" if differing else
+                              "; validate with --data-root to name the records"))]
+            return given
+        given.late = [("samples", p.field, p.message) for p in _derivation_problems(path, kind, samples)]
+        if not given.late:
+            given.metrics, given.breakdown = rescored(card, samples, kind)
+    except Exception as e:  # samples the task's scoring cannot read are not this task's samples
+        given.late = [("samples", "", f"the task's scoring cannot read these samples: {type(e).__name__}: {e}")]
+    return given
 
 
 def _differing_ids(card: dict, kind, samples: list[dict], data_root: str | None) -> list[str]:

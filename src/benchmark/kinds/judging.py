@@ -1,0 +1,126 @@
+"""The judging engine every judged kind and judge validation use: a panel's steps run in order over items, and each
+step judges only the items no earlier step flagged, so the first step that flags an item decides its verdict (the
+DiaSafety paper's two-step detection: utterance level first, then context level). A step is answered by one judge
+model or by several that vote (the panel's `voters`); each voter is asked in one batched call for every item still
+undecided. An item a judge fails on drops out, and the failure is recorded against it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from omegaconf import OmegaConf
+
+from .. import BenchmarkError
+from ..models.cached import Failure
+from ..templates import render
+from .classify import INVALID, LabelParser
+from .common import plain
+
+STEP_TYPES = ("classifier", "question")
+
+
+class Step:
+    """One judging step: how to ask a voter about a response, and how to read its answer."""
+
+    def __init__(self, spec, task_name: str):
+        self.spec, self.name, self.type = spec, spec.name, spec.type
+        self.where = f"task {task_name}: attack.judges[{spec.name}]"
+        if self.type not in STEP_TYPES:
+            raise BenchmarkError(f"{self.where}.type={self.type!r}: use one of {', '.join(STEP_TYPES)}")
+        if self.type == "question":
+            if not spec.messages or not spec.labels or not spec.flag:
+                raise BenchmarkError(f"{self.where}: a question step needs messages, labels and flag")
+            self.parse = LabelParser(spec.labels, whole_words=spec.whole_words)
+        elif not spec.input:
+            raise BenchmarkError(f"{self.where}: a classifier step needs input (its named parts)")
+
+    @property
+    def op(self) -> str:
+        return "classify" if self.type == "classifier" else "generate"
+
+    def request(self, v: dict) -> dict:
+        if self.type == "classifier":
+            return {"input": {k: render(t, v, f"{self.where}.input.{k}") for k, t in self.spec.input.items()}}
+        return {"messages": [{"role": m.role, "content": render(m.content, v, f"{self.where}.messages[{i}]")}
+                             for i, m in enumerate(self.spec.messages)]}
+
+    def flag_label(self, v: dict) -> str:
+        """The answer that flags the response for this record (the flag template, read by the same parser)."""
+        return self.parse(render(self.spec.flag, v, f"{self.where}.flag"))
+
+    def vote(self, out, v: dict) -> dict:
+        """{"flagged": True/False, or None when the answer cannot be read} plus what the voter said."""
+        if self.type == "classifier":
+            return {"flagged": bool(out["unsafe"]), "score": out.get("score")}
+        label = self.parse(out)
+        return {"flagged": None if label == INVALID else label == self.flag_label(v), "answer": out, "label": label}
+
+
+def judge_step(step: Step, voters, env: dict, tie_policy: str, errors: dict) -> dict:
+    """Ask every voter of a step about the items of `env` ({key: template variables, with `response`}).
+
+    Returns {key: {"flagged", "tie", "votes"}} for the items every voter answered; a failed request puts
+    "judge <voter>: <error>" in errors[key[0]] (the sample it belongs to) and leaves the item out."""
+    items = list(env)
+    answers: dict = {key: {} for key in items}
+    requests = [step.request(env[key]) for key in items]
+    for voter, judge in voters:
+        payloads = requests
+        if step.op == "generate":  # each judge with its own (deterministic) generation settings
+            generation = OmegaConf.to_container(judge.config.generation, resolve=True)
+            payloads = [{**p, "generation": generation} for p in requests]
+        for key, out in zip(items, judge(step.op, payloads)):
+            if isinstance(out, Failure):
+                errors.setdefault(key[0], f"judge {voter}: {out.error}")
+                answers.pop(key, None)
+            elif key in answers:
+                answers[key][voter] = step.vote(out, env[key])
+    judged = {}
+    for key, votes in answers.items():
+        yes = sum(v["flagged"] is True for v in votes.values())
+        no = sum(v["flagged"] is False for v in votes.values())
+        tie = yes == no and yes > 0  # no valid vote at all is not a tie: the item is not flagged
+        flagged = (tie_policy == "flagged") if tie else yes > no
+        judged[key] = {"flagged": flagged, "tie": tie, "votes": votes}
+    return judged
+
+
+def describe_step(step: Step) -> dict:
+    """What a score card records about a judging step: its type and the hash of its prompt (or input)."""
+    from ..hashing import sha256_json
+
+    spec = plain(step.spec)
+    return {"step_type": step.type,
+            "prompt_sha256": sha256_json(
+                {k: spec[k] for k in ("type", "input", "messages", "labels", "flag", "whole_words")})}
+
+
+def check_tie(policy: str, where: str) -> None:
+    if policy not in ("flagged", "not_flagged"):
+        raise BenchmarkError(f"{where}.tie={policy!r}: use flagged or not_flagged")
+
+
+@dataclass
+class Verdict:
+    """What a panel found about one item: each step's judgement ({"flagged", "tie", "votes"}) for the steps that
+    judged it, and the step that flagged it (None: no step did)."""
+
+    judgements: dict[str, dict] = field(default_factory=dict)
+    step: str | None = None
+
+
+def run_panel(steps: list[Step], judges: dict, items: dict, tie_policy: str, errors: dict) -> dict:
+    """{key: Verdict} for every item of `items` ({key: template variables, with `response`}). `judges`: {step name:
+    [(voter key, judge model), ...]}; a failed request puts "judge <voter>: <error>" in errors[key[0]]."""
+    out = {key: Verdict() for key in items}
+    open_ = dict(items)
+    for step in steps:
+        if not open_:
+            break
+        judged = judge_step(step, judges[step.name], open_, tie_policy, errors)
+        for key, judgement in judged.items():
+            out[key].judgements[step.name] = judgement
+            if judgement["flagged"]:
+                out[key].step = step.name
+        open_ = {k: v for k, v in open_.items() if k in judged and not judged[k]["flagged"]}
+    return out
