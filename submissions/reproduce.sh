@@ -10,7 +10,7 @@
 # sample is derived again by the current code; the models' answers come from the response cache (results/.cache), so
 # a rebuild asks a model only what it was never asked. A first build from an empty cache takes about five hours on 2
 # CPU cores: SmolLM2 answering diasafety_chatbot's 10,460 sampled responses about two and a half, Qwen's four cards
-# about two (ricota 28 minutes, diasafety 12, toxicchat 13, diasafety_chatbot_k1 about 60).
+# about two and a half (ricota 28 minutes, diasafety 12, toxicchat about 40, diasafety_chatbot_k1 about 60).
 #
 # Usage: submissions/reproduce.sh [MODEL/TASK ...]   (no argument: every card; otherwise only the cards named)
 set -euo pipefail

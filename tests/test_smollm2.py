@@ -38,6 +38,7 @@ def test_classifies_dialogue_safety(compose, smollm2, data_root, task):
         assert ("\nUser: " in s["prompt"][1]["content"]) == (task == "diasafety")
 
 
+@pytest.mark.slow  # 14 s; per-request seeding is tested with the tiny model in every run (test_generation.py)
 def test_answers_chatbot_contexts_reproducibly(compose, smollm2, data_root, tmp_path):
     """Sampled answers are seeded per request: another cache, another batch size, the same answers."""
     overrides = (*MODEL, "task=diasafety_chatbot", "limit=2", "task.attack.samples=2",

@@ -77,6 +77,7 @@ def test_sweep_with_joblib_launcher(tmp_path, data_root, replay_model):
     check_sweep(proc, tmp_path, pid)
 
 
+@pytest.mark.slow  # 12 s; the joblib launcher's sweep covers the summary in every run
 def test_sweep_with_submitit_local_launcher(tmp_path, data_root, replay_model):
     proc, pid = sweep_cli("--multirun", "hydra/launcher=slurm_local", "hydra.launcher.timeout_min=10",
                           f"hydra.searchpath=[file://{replay_model}]", f"model={','.join(MODELS)}",

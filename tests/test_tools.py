@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from conftest import run_cli
 from test_dialogue import scripted  # noqa: F401  (a fixture: scripted seeds, attacker and target)
 
@@ -82,6 +84,7 @@ def test_progress_counts_requests_as_they_are_answered(compose, data_root, monke
     assert {who for who, _ in updates} == {"model", "judge utterance", "judge context"}
 
 
+@pytest.mark.slow  # 14 s; the board's browser test and the viewer's AppTest tests run every time
 def test_view_shows_your_own_runs_in_a_browser(compose, data_root, scripted, tmp_path):  # noqa: F811
     """python -m benchmark view: the leaderboard's pages over local run folders, a limited run marked, a dialogue
     turn by turn (your runs keep the seed sentence's text)."""

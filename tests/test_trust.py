@@ -162,13 +162,29 @@ def test_a_submitted_config_names_no_path_outside_its_place(folder, field, value
     assert any(f"model.yaml: {field.split('.')[0]}" in p and "names no absolute path and no .." in p for p in found), found
 
 
-def _api_submission(compose, data_root, tmp_path, server) -> Path:
-    """A packaged card of a model answered by `server` (a scripted chat-completions server)."""
-    _, path = run(compose("model=openai-chat", "model.name=api-model", f"model.base_url={server.url}",
-                          "model.served_model=m", "model.api_key_env=null", "model.num_concurrent=16",
-                          "model.generation.max_new_tokens=4", "task=diasafety"))
-    out, _ = package(path.parent, tmp_path / "subs", str(data_root))
-    return out
+@pytest.fixture(scope="module")
+def api_card(data_root, tmp_path_factory):
+    """A packaged card of a model answered by a scripted chat-completions server (made once: a whole run of the
+    task), and the server."""
+    from test_api_retries import FakeChatServer
+
+    from benchmark.schema import compose
+
+    server, root = FakeChatServer(lambda n, body, attempt: {}), tmp_path_factory.mktemp("api-card")
+    _, path = run(compose([f"results_dir={root / 'results'}", "progress=false", "model=openai-chat",
+                           "model.name=api-model", f"model.base_url={server.url}", "model.served_model=m",
+                           "model.api_key_env=null", "model.num_concurrent=16", "model.generation.max_new_tokens=4",
+                           "task=diasafety"]))
+    out, _ = package(path.parent, root / "subs", str(data_root))
+    yield server, out
+    server.close()
+
+
+def _api_submission(api_card, tmp_path) -> tuple:
+    """The server and a copy of the packaged card, this test's to change."""
+    server, out = api_card
+    shutil.copytree(out.parent, tmp_path / "subs" / out.parent.name)
+    return server, tmp_path / "subs" / out.parent.name / out.name
 
 
 def _resubmit(card_path: Path, change) -> None:
@@ -184,11 +200,10 @@ def _resubmit(card_path: Path, change) -> None:
     card_path.write_text(json.dumps(card))
 
 
-def test_verify_never_sends_a_secret_where_a_submitted_config_says(compose, data_root, tmp_path, fake_api,  # noqa: F811
-                                                                    monkeypatch, verifier_key):
+def test_verify_never_sends_a_secret_where_a_submitted_config_says(api_card, data_root, tmp_path, monkeypatch,
+                                                                    verifier_key):  # noqa: F811
     """A submitter's config: a public base_url and api_key_env naming the maintainer's cloud secret."""
-    server = fake_api()
-    out = _api_submission(compose, data_root, tmp_path, server)
+    server, out = _api_submission(api_card, tmp_path)
     _resubmit(out, lambda model: model.update(base_url="https://collector.example/v1/chat/completions",
                                               api_key_env="AWS_SECRET_ACCESS_KEY"))
     assert validate([out.parent]) == (1, [])  # a valid card: the rules cannot tell a bad endpoint from a good one
@@ -213,10 +228,9 @@ def _lm_eval_openai(model: dict) -> None:
     model.pop("api_key_env", None)
 
 
-def test_verify_runs_an_lm_eval_api_model_only_against_the_maintainers_endpoint(  # noqa: F811
-        compose, data_root, tmp_path, fake_api, monkeypatch, capsys):
-    server = fake_api()
-    out = _api_submission(compose, data_root, tmp_path, server)
+def test_verify_runs_an_lm_eval_api_model_only_against_the_maintainers_endpoint(api_card, data_root, tmp_path,
+                                                                                monkeypatch, capsys):
+    server, out = _api_submission(api_card, tmp_path)
     _resubmit(out, _lm_eval_openai)
     assert validate([out.parent]) == (1, [])
     monkeypatch.setenv("OPENAI_API_KEY", "the-maintainers-openai-key")

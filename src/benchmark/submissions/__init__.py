@@ -224,7 +224,7 @@ def _checked_card(path: Path, config: dict, model_sha: str | None, thorough: boo
     samples = path.parent / (path.name.removesuffix(CARD_SUFFIX) + SAMPLES_SUFFIX)
     samples_sha = store.sha256(samples) if samples.is_file() and not samples.is_symlink() else None
     key = checked.key("card", str(path), hashlib.sha256(raw).hexdigest(), samples_sha, model_sha, thorough,
-                      allow_remote_code, data_root)
+                      allow_remote_code)  # data_root only names the records of a rejected card: it decides nothing
     kept = store.card(key)
     if kept is not None and kept[0]:
         return None, kept[0]

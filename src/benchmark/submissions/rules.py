@@ -368,8 +368,8 @@ def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root
     if sha != card["samples"]["sha256"]:
         return [Problem(where, "samples.sha256", f"does not match {path.name}")]
     # what the samples give depends on them, the task and the scoring settings, never on the model's name: copies of
-    # one samples file share it
-    given_key = checked.key("given", sha, card["task"]["name"], data_root, card["run"]["bootstrap"],
+    # one samples file share it (data_root only names the records of a rejected file: it decides nothing)
+    given_key = checked.key("given", sha, card["task"]["name"], card["run"]["bootstrap"],
                             card["run"]["seed"], card.get("judging_validation"),
                             {k: v for k, v in card["model"]["config"].items() if k not in ("name", "metadata")})
     given = store.given(given_key) if store is not None else None
