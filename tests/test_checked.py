@@ -67,6 +67,17 @@ def test_a_card_is_checked_once_and_again_only_when_its_bytes_change(tmp_path, m
     assert any(p.field == "samples.sha256" for p in forged.rejected), forged.rejected
 
 
+def test_validate_leaves_the_board_nothing_to_check(tmp_path, monkeypatch):
+    from benchmark.submit import validate
+
+    _published(tmp_path / "subs")
+    monkeypatch.setenv("BENCHMARK_CHECKS", str(tmp_path / "checks.sqlite"))
+    assert validate([tmp_path / "subs"]) == (1, [])
+    checks = _counting(monkeypatch, S, "check_card")
+    assert len(S.load(tmp_path / "subs", thorough=True, store=CheckStore()).cards) == 1 and checks == []
+    assert validate([tmp_path / "subs"]) == (1, []) and len(checks) == 1  # validate itself always checks
+
+
 def test_copies_of_one_samples_file_are_scored_once(tmp_path, monkeypatch):
     for name in ("copy-a", "copy-b"):
         _published(tmp_path / "subs", as_name=name)
