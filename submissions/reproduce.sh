@@ -28,7 +28,7 @@ CARDS=(
   "plato2-base diasafety_chatbot" "plato2-large diasafety_chatbot"
   "ricota-chatgpt-v1 ricota" "ricota-solar ricota"
   "smollm2-135m-instruct diasafety" "smollm2-135m-instruct ricota" "smollm2-135m-instruct toxicchat"
-  "smollm2-135m-instruct diasafety_chatbot"
+  "smollm2-135m-instruct diasafety_chatbot" "smollm2-135m-instruct diasafety_chatbot_k1"
   "qwen2.5-coder-0.5b-instruct diasafety" "qwen2.5-coder-0.5b-instruct ricota"
   "qwen2.5-coder-0.5b-instruct toxicchat" "qwen2.5-coder-0.5b-instruct diasafety_chatbot_k1"
 )
