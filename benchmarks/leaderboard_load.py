@@ -57,8 +57,8 @@ def synthesize(root: Path, n: int) -> None:
         os.link(samples, out / samples.name)
 
 
-def render(root: Path, store: Path) -> tuple[float, float, int]:
-    """A fresh app on root: its first render and a rerun, in seconds, and the overview's rows."""
+def render(root: Path, store: Path) -> tuple[float, float]:
+    """A fresh app on root: its first render and a rerun, in seconds."""
     from streamlit.testing.v1 import AppTest
 
     os.environ["BENCHMARK_SUBMISSIONS"], os.environ["BENCHMARK_CHECKS"] = str(root), str(store)
@@ -69,7 +69,7 @@ def render(root: Path, store: Path) -> tuple[float, float, int]:
     assert not at.exception, at.exception
     t = time.perf_counter()
     at.run()
-    return first, time.perf_counter() - t, len(at.dataframe[0].value)
+    return first, time.perf_counter() - t
 
 
 def measure(root: Path, store_dir: Path) -> dict:
@@ -80,9 +80,9 @@ def measure(root: Path, store_dir: Path) -> dict:
     loaded = S.load(root, thorough=True, data_root=os.environ.get("BENCHMARK_DATA_ROOT"), store=CheckStore(store))
     check_s = time.perf_counter() - t  # nothing kept yet: every card checked, the results kept
     st.cache_data.clear()  # a fresh server: nothing in Streamlit's cache, the check results on disk
-    first_s, rerun_s, rows = render(root, store)
+    first_s, rerun_s = render(root, store)
     return {"cards": len(loaded.cards), "rejected": len(loaded.rejected), "check_s": check_s,
-            "first_render_s": first_s, "rerun_s": rerun_s, "rows": rows}
+            "first_render_s": first_s, "rerun_s": rerun_s}
 
 
 def main() -> None:

@@ -259,7 +259,7 @@ def overview_page(cards: list, registry: dict) -> None:
     chosen = [c for c in cards if c.card["task"]["name"] in shown_tasks
               and (not only_verified or T.verified(c.card))]
     # a card judged by another panel than its task's is never ranked beside the others: shown apart, below
-    standard = {id(c): T.nonstandard(c) is None for c in chosen}
+    standard = {id(c): c.panel is None for c in chosen}
     apart = [c for c in chosen if not standard[id(c)]]
     chosen = [c for c in chosen if standard[id(c)]]
     frame = T.overview(chosen, registry)
@@ -313,7 +313,7 @@ def apart_table(apart: list, registry: dict) -> None:
     st.dataframe(pd.DataFrame([{"model": c.card["model"]["name"], "task": c.card["task"]["name"],
                                 "headline": round(T.shown(c.card["metrics"][registry[c.card["task"]["name"]]
                                                           ["headline"]]), 1),
-                                "why": T.nonstandard(c)} for c in apart]),
+                                "why": c.panel} for c in apart]),
                  hide_index=True, width="stretch", key="nonstandard_table")
 
 
@@ -407,7 +407,7 @@ def model_row(c, task: dict) -> dict:
                                           str(judge_error.get("corrected", "")) if isinstance(judge_error, dict)
                                           else ""),
             "judges on human labels": T.judge_text(card),
-            "panel": T.nonstandard(c) or "the task's",
+            "panel": c.panel or "the task's",
             "better": task.get("better", "higher"), "n": card["dataset"]["n"],
             "verified": "yes" if T.verified(card) else "", "run": card["run"]["started_at"],
             "suite commit": (card["run"]["git_commit"] or "")[:10],

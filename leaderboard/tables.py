@@ -99,11 +99,6 @@ def judge_text(card: dict) -> str:
     return "" if q is None else f"F1 {q['f1']:.1f} (P {q['precision']:.1f}, R {q['recall']:.1f}) on {q['set']}"
 
 
-def nonstandard(c) -> str | None:
-    """Why the card's judges are not its task's declared panel, or None (submissions/panel.py)."""
-    return c.panel
-
-
 def headline_column(task: dict) -> str:
     arrow = "↑" if task.get("better", "higher") == "higher" else "↓"
     return f"{task['name']} · {task['headline']} {arrow}"
@@ -201,7 +196,7 @@ def task_frame(cards: list, task: str) -> pd.DataFrame:
         if card["task"]["name"] != task:
             continue
         row = {"model": card["model"]["name"], "verified": "yes" if verified(card) else "", "n": card["dataset"]["n"],
-               "judges on human labels": judge_text(card), "panel": nonstandard(c) or "the task's"}
+               "judges on human labels": judge_text(card), "panel": c.panel or "the task's"}
         for name, m in card["metrics"].items():
             row[name] = shown(m)
             row[f"{name} · 95% CI"] = ci_text(m)

@@ -117,12 +117,12 @@ def test_the_board_checks_a_card_changed_after_it_started(tmp_path, monkeypatch)
     assert any("metrics.macro_f1" in r and "is not what the samples give" in r for r in rejected), rejected
 
 
-@pytest.mark.parametrize("damage", ["unreadable", "locked"])
+@pytest.mark.parametrize("damage", ["not a database", "a folder"])
 def test_a_store_that_cannot_be_opened_names_its_file(tmp_path, damage):
     from benchmark import BenchmarkError
 
     path = tmp_path / "checks.sqlite"
-    if damage == "unreadable":
+    if damage == "not a database":
         path.write_bytes(b"not a database" * 100)
     else:
         path.mkdir()  # a folder where the file should be
