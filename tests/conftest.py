@@ -249,7 +249,7 @@ def tiny_encoder(tmp_path_factory) -> Path:
     return build_tiny_encoder(tmp_path_factory.mktemp("tiny-bert"))
 
 
-def build_tiny_encoder(out: Path) -> Path:
+def build_tiny_encoder(out: Path, vocab_size: int = 400) -> Path:
     """A 2-layer BERT with random weights and a WordPiece tokenizer trained on the synthetic DiaSafety sentences."""
     import torch
     from tokenizers import (
@@ -267,7 +267,7 @@ def build_tiny_encoder(out: Path) -> Path:
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     texts = [r[k] for r in synthetic_diasafety(60) for k in ("context", "response")]
-    tok.train_from_iterator(texts * 5, trainers.WordPieceTrainer(vocab_size=400, special_tokens=specials))
+    tok.train_from_iterator(texts * 5, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials))
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])

@@ -103,6 +103,37 @@ def test_train_measure_and_judge(tiny_encoder, tmp_path, labelled_set, compose):
     assert backend.describe()["evaluation"]["f1"] == evaluation["f1"]
 
 
+def test_members_of_two_encoders_read_with_their_own_tokenizers_and_vote_once_per_encoder(
+        tiny_encoder, tmp_path, labelled_set):
+    from conftest import build_tiny_encoder
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from benchmark.detector.model import logits_of, softmax, tokenize
+    from benchmark.judge.classifier import Classifier
+    from benchmark.judge.train import train
+
+    other = build_tiny_encoder(tmp_path / "other-bert", vocab_size=150)
+    out = train("toxicchat-classifier", overrides(tiny_encoder, tmp_path, "lr=[1e-3]", "seeds=[1,2]",
+                                                  f"more_encoders=[{{encoder: {other}, lr: [1e-3, 3e-4], seeds: [5]}}]"))
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert [(m["encoder"], m["seed"]) for m in manifest["members"]] == [
+        (str(tiny_encoder), 1), (str(tiny_encoder), 2), (str(other), 5)]
+    assert set(manifest["lr_tried"]) == {"0.001", "other-bert 0.001", "other-bert 0.0003"}
+    assert len(AutoTokenizer.from_pretrained(other)) != len(AutoTokenizer.from_pretrained(tiny_encoder))
+    texts = ["you are a stupid idiot 3", "how do I cook rice 7", "a sentence neither encoder has seen"]
+    by_hand = {}
+    for m in manifest["members"]:
+        tokenizer = AutoTokenizer.from_pretrained(out / m["dir"])
+        assert tokenizer.get_vocab() == AutoTokenizer.from_pretrained(m["encoder"]).get_vocab()
+        model = AutoModelForSequenceClassification.from_pretrained(out / m["dir"]).eval()
+        ids = tokenize(tokenizer, [(None, t) for t in texts], 32, False)
+        by_hand.setdefault(m["encoder"], []).append(softmax(logits_of(model, tokenizer, ids, 8))[:, 1])
+    expected = (np.mean(by_hand[str(tiny_encoder)], axis=0) + by_hand[str(other)][0]) / 2
+    got = Classifier(out).probabilities([{"response": t} for t in texts])
+    assert np.allclose(got, expected, atol=1e-6) and not np.allclose(got, np.mean(
+        [p for ps in by_hand.values() for p in ps], axis=0), atol=1e-6)
+
+
 def test_a_killed_training_resumes_to_the_same_judge(tiny_encoder, tmp_path, labelled_set, monkeypatch):
     import benchmark.detector.train as T
     from benchmark.judge.train import train

@@ -382,6 +382,15 @@ class PublishedFigure:
 
 
 @dataclass
+class EncoderGroup:
+    """Members fine-tuned from a further encoder, trained like the first encoder's (conf/judge_train: more_encoders)."""
+
+    encoder: str = MISSING  # hub id or local folder
+    lr: List[float] = field(default_factory=lambda: [5e-5])
+    seeds: List[int] = field(default_factory=lambda: [1234])
+
+
+@dataclass
 class JudgeTrainConfig:
     """`python -m benchmark.judge train NAME`: a binary classifier judge (conf/judge_train/NAME.yaml)."""
 
@@ -393,6 +402,8 @@ class JudgeTrainConfig:
     batch_size: int = 16
     lr: List[float] = field(default_factory=lambda: [5e-5])  # each is tried with the first seed; the best on val wins
     seeds: List[int] = field(default_factory=lambda: [1234])  # one member per seed; members' probabilities averaged
+    # each group's P(unsafe) is the mean of its members'; the judge's, the mean of its groups' (one vote per encoder)
+    more_encoders: List[EncoderGroup] = field(default_factory=list)
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
     length_grouped: bool = True

@@ -1,8 +1,9 @@
-"""A trained classifier judge folder -> P(unsafe) per input (the mean of its members) and the verdict at its
-threshold."""
+"""A trained classifier judge folder -> P(unsafe) per input (the mean over its encoders of the mean of each encoder's
+members) and the verdict at its threshold."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -28,6 +29,12 @@ def read_manifest(folder: str | Path, name: str | None = None) -> dict:
     return json.loads(path.read_text())
 
 
+def _vocabulary(member: Path) -> str:
+    """What decides a member's token ids: its tokenizer files."""
+    files = sorted(member.glob("tokenizer*.json")) + sorted(member.glob("vocab*")) + sorted(member.glob("*.model"))
+    return hashlib.sha256(b"".join(f.name.encode() + f.read_bytes() for f in files)).hexdigest()
+
+
 class Classifier:
     def __init__(self, folder: str | Path, batch_size: int = 64, device: str = "cpu", name: str | None = None):
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -38,14 +45,23 @@ class Classifier:
             raise BenchmarkError(f"{self.path}: the weights are not the ones {MANIFEST} names (weights_sha256); "
                                  "train the judge again")
         members = [self.path / m["dir"] for m in self.manifest["members"]]
-        self.tokenizer = AutoTokenizer.from_pretrained(members[0])
+        # members may be fine-tuned from different encoders: each reads the text with its own tokenizer
+        self.tokenizers = [AutoTokenizer.from_pretrained(m) for m in members]
+        self.vocabularies = [_vocabulary(m) for m in members]  # members with the same files share token ids
         self.models = [AutoModelForSequenceClassification.from_pretrained(m).to(device).eval() for m in members]
         self.threshold = float(self.manifest["threshold"])
         self.batch_size = batch_size
 
     def probabilities(self, inputs: list[dict]) -> np.ndarray:
-        ids = tokenize(self.tokenizer, parts(inputs, self.manifest["with_context"]), self.manifest["max_length"],
-                       self.manifest["with_context"])
-        if not ids:
+        if not inputs:
             return np.zeros(0)
-        return np.mean([softmax(logits_of(m, self.tokenizer, ids, self.batch_size))[:, 1] for m in self.models], axis=0)
+        pairs, with_context = parts(inputs, self.manifest["with_context"]), self.manifest["with_context"]
+        ids: dict[str, list] = {}
+        groups: dict[str, list] = {}  # encoder -> its members' probabilities
+        for member, tokenizer, key, model in zip(self.manifest["members"], self.tokenizers, self.vocabularies,
+                                                 self.models):
+            if key not in ids:
+                ids[key] = tokenize(tokenizer, pairs, self.manifest["max_length"], with_context)
+            groups.setdefault(member.get("encoder", self.manifest["encoder"]), []).append(
+                softmax(logits_of(model, tokenizer, ids[key], self.batch_size))[:, 1])
+        return np.mean([np.mean(g, axis=0) for g in groups.values()], axis=0)  # one vote per encoder, as trained

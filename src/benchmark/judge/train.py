@@ -179,12 +179,14 @@ class Run:
 
         transformers.logging.set_verbosity_error()  # the "newly initialized head" notice is expected here
         self.cfg, self.data, self.out = cfg, data, out
-        self.encoder = resolve_encoder(cfg.encoder)
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(self.encoder)
-        except OSError as e:
-            raise BenchmarkError(f"encoder={cfg.encoder!r}: not a local folder and not loadable from the hub "
-                                 f"({e})") from None
+        self.encoders: dict[str, tuple] = {}  # encoder name -> (its folder, its tokenizer)
+        for name in [cfg.encoder, *(g.encoder for g in cfg.more_encoders)]:
+            path = resolve_encoder(name)
+            try:
+                self.encoders[name] = (path, AutoTokenizer.from_pretrained(path))
+            except OSError as e:
+                raise BenchmarkError(f"encoder={name!r}: not a local folder and not loadable from the hub "
+                                     f"({e})") from None
         self.with_context = any(e.context is not None for e in data.train)
         self.gold = np.array([e.label for e in data.val])
         self.log_file = open(out / "training_log.jsonl", "a", encoding="utf-8")  # a resumed training adds to it
@@ -197,8 +199,9 @@ class Run:
         if self.cfg.progress:
             print(line, flush=True)
 
-    def member(self, lr: float, seed: int) -> dict:
-        """Train (or resume, or reuse) the member with this learning rate and seed; its figures on val."""
+    def member(self, encoder: str, lr: float, seed: int) -> dict:
+        """Train (or resume, or reuse) the member of this encoder with this learning rate and seed; its figures on
+        val."""
         from ..detector.model import logits_of, softmax, tokenize
         from ..detector.train import Trainer
         from sklearn.metrics import average_precision_score
@@ -208,20 +211,22 @@ class Run:
             seed=seed, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=lr, weight_decay=cfg.weight_decay,
             warmup_ratio=cfg.warmup_ratio, length_grouped=cfg.length_grouped, log_every=cfg.log_every,
             progress=cfg.progress, max_length=cfg.max_length, with_context=self.with_context, na_weight=None)
-        name = f"lr{lr:g}-seed{seed}"
-        val_ids = tokenize(self.tokenizer, [(e.context, e.response) for e in self.data.val], cfg.max_length,
+        path, tokenizer = self.encoders[encoder]
+        # the first encoder's members are named by their settings alone; a further encoder's also by its name
+        name = f"lr{lr:g}-seed{seed}" if encoder == cfg.encoder else f"{Path(encoder).name}-lr{lr:g}-seed{seed}"
+        val_ids = tokenize(tokenizer, [(e.context, e.response) for e in self.data.val], cfg.max_length,
                            self.with_context)
 
         def select(logits) -> float:
             return float(average_precision_score(self.gold, softmax(logits)[:, 1]))
 
-        fit = Trainer(settings, self.tokenizer, self.encoder, self._log, self._say).fit(
+        fit = Trainer(settings, tokenizer, path, self._log, self._say).fit(
             name, self.data.train, self.data.val, {0: "safe", 1: "unsafe"}, 1, select, self.out / name, score_name="val_auprc")
         from transformers import AutoModelForSequenceClassification
 
         model = AutoModelForSequenceClassification.from_pretrained(self.out / name).eval()
-        prob = softmax(logits_of(model, self.tokenizer, val_ids, cfg.batch_size * 2))[:, 1]
-        return {"dir": name, "lr": lr, "seed": seed, "best_epoch": fit["best_epoch"], "val_auprc": round(fit["val_auprc"], 4),
+        prob = softmax(logits_of(model, tokenizer, val_ids, cfg.batch_size * 2))[:, 1]
+        return {"dir": name, "encoder": encoder, "lr": lr, "seed": seed, "best_epoch": fit["best_epoch"], "val_auprc": round(fit["val_auprc"], 4),
                 "epoch_seconds": [h["epoch_seconds"] for h in fit["history"]], "val_prob": prob}
 
 
@@ -246,11 +251,19 @@ def train(name: str, overrides: list[str] = ()) -> Path:
                 if k not in ("data_root", "output_dir", "overwrite", "threads", "log_every", "progress", "minutes",
                              "references")}
     _start(out, settings, cfg.overwrite)
+    for g in cfg.more_encoders:
+        if not g.lr or not g.seeds:
+            raise BenchmarkError(f"{config_path(name)}: more_encoders {g.encoder}: lr and seeds each need a value")
     run = Run(cfg, labelled(vs, cfg.data_root), out)
-    tried = [run.member(lr, cfg.seeds[0]) for lr in cfg.lr]
-    best = max(tried, key=lambda m: m["val_auprc"])
-    members = [best] + [run.member(best["lr"], seed) for seed in cfg.seeds[1:]]
-    prob = np.mean([m["val_prob"] for m in members], axis=0)
+    tried, members, group_probs = [], [], []
+    for encoder, lrs, seeds in [(cfg.encoder, cfg.lr, cfg.seeds),
+                                *((g.encoder, g.lr, g.seeds) for g in cfg.more_encoders)]:
+        these = [run.member(encoder, lr, seeds[0]) for lr in lrs]
+        best = max(these, key=lambda m: m["val_auprc"])
+        group = [best] + [run.member(encoder, best["lr"], seed) for seed in seeds[1:]]
+        tried, members = tried + these, members + group
+        group_probs.append(np.mean([m["val_prob"] for m in group], axis=0))
+    prob = np.mean(group_probs, axis=0)
     threshold = best_threshold(run.gold, prob)
     run.log_file.close()
     _finish(out, cfg, vs, run, tried, members, threshold, prob, settings)
@@ -287,11 +300,13 @@ def _finish(out: Path, cfg, vs, run: Run, tried: list, members: list, threshold:
     manifest = {
         "name": cfg.name, "set": vs.name, "encoder": cfg.encoder, "with_context": run.with_context,
         "max_length": cfg.max_length, "members": plain, "threshold": round(threshold, 6),
-        "lr_tried": {f"{m['lr']:g}": m["val_auprc"] for m in tried},
+        "lr_tried": {(f"{m['lr']:g}" if m["encoder"] == cfg.encoder else f"{Path(m['encoder']).name} {m['lr']:g}"):
+                     m["val_auprc"] for m in tried},
         "val": figures(run.gold, prob, threshold),
         "weights_sha256": weights_sha256(out),
         "train_records": len(run.data.train), "val_records": len(run.data.val),
-        "train_seconds": round(sum(s for m in tried + members[1:] for s in m["epoch_seconds"]), 1),
+        "train_seconds": round(sum(s for m in {m["dir"]: m for m in tried + members}.values()
+                                   for s in m["epoch_seconds"]), 1),
         "settings": settings, "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
         "benchmark_version": __version__,
     }

@@ -37,7 +37,8 @@ class TrainedClassifier(Backend):
 
     def describe(self) -> dict:
         manifest = self.judge.manifest
-        facts = {"encoder": manifest["encoder"], "threshold": manifest["threshold"], "set": manifest["set"],
+        encoders = list(dict.fromkeys(m.get("encoder", manifest["encoder"]) for m in manifest["members"]))
+        facts = {"encoder": " + ".join(encoders), "threshold": manifest["threshold"], "set": manifest["set"],
                  "members": len(manifest["members"]), "weights_sha256": manifest["weights_sha256"],
                  "val": manifest["val"]}
         evaluation = self.judge.path / EVALUATION
