@@ -104,17 +104,16 @@ def test_a_judgement_rewritten_against_its_votes_is_rejected(tmp_path):
 
 @pytest.mark.parametrize("how", ["dropped", "repeated"])
 def test_responses_dropped_or_repeated_beyond_the_tasks_count_are_rejected(tmp_path, how):
-    folder = published(tmp_path, "smollm2-135m-instruct", "diasafety_chatbot")
+    folder = published(tmp_path, "smollm2-135m-instruct", "diasafety_chatbot_k1")
 
     def change(ss, card):
         for s in ss:
-            flagged = [r for r in s["responses"] if r["verdict"] != "none"]
             clean = [r for r in s["responses"] if r["verdict"] == "none"]
-            s["responses"] = clean if how == "dropped" else clean + clean[:5] + clean
+            s["responses"] = clean if how == "dropped" else clean + clean
         return ss
 
-    forge(folder, "diasafety_chatbot", change)
-    assert any(": responses: " in p and "responses; the task asks 10 per record" in p for p in problems(folder))
+    forge(folder, "diasafety_chatbot_k1", change)
+    assert any(": responses: " in p and "responses; the task asks 1 per record" in p for p in problems(folder))
 
 
 def test_a_dialogues_activation_and_trigger_are_derived_from_its_turns(tmp_path):
