@@ -14,10 +14,23 @@ def api_model(server, tiny_model):
 
 
 def test_diasafety_through_the_api(compose, chat_server, tiny_model, data_root):
-    card, path = run(compose(*api_model(chat_server, tiny_model), "limit=4"))
+    prices = ("model.prices.input_per_million=2.5", "model.prices.output_per_million=10", "model.prices.currency=EUR")
+    card, path = run(compose(*api_model(chat_server, tiny_model), "limit=4", *prices))
     samples = [json.loads(line) for line in open(path.parent / "samples.jsonl")]
     assert card["model"]["backend"] == "local-chat-completions" and card["run"]["model_calls"] == 4
     assert card["run"]["failed"] == 0 and all(isinstance(s["output"], str) and s["error"] is None for s in samples)
+    # the server's own count of the tokens read and written, and their cost at the declared prices
+    tokens = card["run"]["tokens"]["model"]
+    assert tokens["counted_by"] == ["api"] and tokens["prompt"] > 0 and tokens["completion"] > 0
+    cost = (tokens["prompt"] * 2.5 + tokens["completion"] * 10) / 1e6
+    assert card["run"]["cost"] == {"by_role": {"model": {"amount": round(cost, 6), "currency": "EUR"}},
+                                   "total": {"EUR": round(cost, 6)}}
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)  # what the server read: the prompts with the chat template
+    assert tokens["prompt"] == sum(len(tok(tok.apply_chat_template(s["prompt"], add_generation_prompt=True,
+                                                                   tokenize=False), add_special_tokens=False)
+                                           ["input_ids"]) for s in samples)
 
 
 def test_ricota_through_the_api_keeps_korean_intact(compose, chat_server, tiny_model, data_root):

@@ -51,8 +51,15 @@ class ResponseCache:
         self._db.execute("PRAGMA journal_mode=WAL")  # a file system without WAL support keeps its rollback journal
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
-            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)"
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL, "
+            "usage TEXT)"
         )
+        if "usage" not in {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}:
+            try:  # a cache made before answers kept their token counts: theirs stay unknown
+                self._db.execute("ALTER TABLE responses ADD COLUMN usage TEXT")
+            except sqlite3.OperationalError as e:
+                if "duplicate column" not in str(e):  # another process added it first
+                    raise
 
     def _retrying(self, op, *args):
         for attempt in range(RETRIES + 1):
@@ -79,28 +86,38 @@ class ResponseCache:
         for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for key, value in self._db.execute(f"SELECT key, value FROM responses WHERE key IN ({marks})", chunk):
-                found[key] = json.loads(value)
+            for key, value, usage in self._db.execute(
+                    f"SELECT key, value, usage FROM responses WHERE key IN ({marks})", chunk):
+                found[key] = (json.loads(value), json.loads(usage) if usage else None)
         return found
 
     def get_many(self, keys: list[str]) -> dict[str, object]:
+        """The cached answers of these keys."""
+        return {k: value for k, (value, _) in self._retrying(self._select, keys).items()}
+
+    def get_many_with_usage(self, keys: list[str]) -> dict[str, tuple]:
+        """The cached answers of these keys, each with the token counts stored beside it (None where unknown)."""
         return self._retrying(self._select, keys)
 
     def _insert(self, rows: list[tuple]) -> None:
         try:
             self._db.execute("BEGIN IMMEDIATE")
-            self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", rows)
+            self._db.executemany(
+                "INSERT OR REPLACE INTO responses (key, model, value, created, usage) VALUES (?, ?, ?, ?, ?)", rows)
             self._db.execute("COMMIT")
         except BaseException:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             raise
 
-    def put_many(self, model_sha: str, items: dict[str, object]) -> None:
+    def put_many(self, model_sha: str, items: dict[str, object], usage: dict[str, dict] | None = None) -> None:
+        """Cache answers by key; `usage`: the token counts of some of them (Usage.as_json), kept beside them."""
         if not items:
             return
         now = time.time()
-        rows = [(k, model_sha, json.dumps(v, ensure_ascii=False), now) for k, v in items.items()]
+        usage = usage or {}
+        rows = [(k, model_sha, json.dumps(v, ensure_ascii=False), now,
+                 json.dumps(usage[k]) if usage.get(k) is not None else None) for k, v in items.items()]
         self._retrying(self._insert, rows)
 
     def close(self) -> None:

@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from . import BenchmarkError, __version__, scorecard
+from .budget import Budget
 from .cache import ResponseCache
 from .files import write_json
 from .hashing import sha256_json
@@ -328,6 +329,8 @@ class Execution:
     # where the time went: loading backends, then each role's wait for its answers (a judge's includes measuring it)
     seconds: dict = field(default_factory=dict)
     judge_facts: dict = field(default_factory=dict)
+    # tokens read and written per role (models.usage.Tokens): "model", "attacker", and "judge KEY" per panel key
+    tokens: dict = field(default_factory=dict)
     validation: Any = None  # the judging steps on their labelled set (validity.judge_procedure), where declared
 
 
@@ -468,28 +471,37 @@ def _ask(p: Plan, cache: ResponseCache) -> Execution:
         if p.attacker_cfg is not None:
             roles.attacker = CachedModel(backend(p.attacker_cfg), p.hashes["attacker"], cache, p.attacker_cfg,
                                          cfg.seed, progress, "attacker")
+        spending = Budget(cfg, p.run_dir, {
+            "model": (roles.model, cfg.model),
+            **({"attacker": (roles.attacker, p.attacker_cfg)} if roles.attacker is not None else {}),
+            **{f"judge {key}": (judge, p.judge_cfgs[key]) for key, judge in panel.items()}})
         try:
             with open(samples_path, "ab", buffering=0) as log:
                 size = cfg.chunk_size or chunk_size(cfg.model.backend)
                 for start in range(0, len(pending), size):
                     chunk = pending[start : start + size]
+                    spending.check(len(chunk), sum(r["id"] in done for r in p.items), len(p.items), samples_path)
                     lines = []
                     for sample in kind.evaluate(chunk, roles):
                         lines.append(json.dumps(sample, ensure_ascii=False) + "\n")
                         done[sample["id"]] = sample
                     _append(log, "".join(lines).encode("utf-8"), samples_path)
+                    spending.done(len(chunk))
         finally:
             progress.close()
         out.model_calls, out.cache_hits = roles.model.calls, roles.model.hits
         out.seconds["model"] = roles.model.seconds
+        out.tokens["model"] = roles.model.tokens
         if roles.attacker is not None:
             out.attacker_calls = roles.attacker.calls
             out.seconds["attacker"] = roles.attacker.seconds
+            out.tokens["attacker"] = roles.attacker.tokens
     if loaded:
         _KEPT.clear()
         _KEPT.update({k: b for k, b in loaded.items() if not b.supports("replay")})  # replays reread their file
     out.judge_calls = {key: panel[key].calls if key in panel else 0 for key in p.judge_cfgs}
     out.seconds.update({f"judge {key}": judge.seconds for key, judge in panel.items()})
+    out.tokens.update({f"judge {key}": judge.tokens for key, judge in panel.items() if pending})
     out.seconds = {k: round(v, 3) for k, v in out.seconds.items()}
     out.samples = [done[r["id"]] for r in p.items]
     _write_in_order(samples_path, out.samples)

@@ -58,6 +58,16 @@ class SplitWeights:
 
 
 @dataclass
+class Prices:
+    """What an API model charges (model.prices): per million tokens read (the prompt) and written (the answer);
+    undeclared (null) by default, and then a card carries no cost."""
+
+    input_per_million: Optional[float] = None
+    output_per_million: Optional[float] = None
+    currency: str = "USD"
+
+
+@dataclass
 class ModelConfig:
     name: str = MISSING
     # hf | local-chat-completions | vllm (lm-eval backends) or a suite backend: profanity-check | replay
@@ -95,6 +105,16 @@ class ModelConfig:
     # run from that content, so the config's hash names it; a run refuses content that differs from a pinned one
     sha256: Optional[str] = None
     metadata: ModelMetadata = field(default_factory=ModelMetadata)
+    prices: Prices = field(default_factory=Prices)  # declared: the card carries the cost of the tokens asked for
+
+
+@dataclass
+class Budget:
+    """Limits on what one run may spend (budget.tokens, budget.cost): a run stops before the chunk that would pass
+    one, keeping every sample answered so far; a rerun with a higher budget resumes."""
+
+    tokens: Optional[int] = None  # tokens read and written by every role, cached answers not counted
+    cost: Optional[float] = None  # in the models' declared currency (model.prices), every role together
 
 
 @dataclass
@@ -334,6 +354,7 @@ class RunConfig:
     progress: bool = True
     judge_validity: bool = True  # measure each classifier judge on the human-labelled sets (conf/judge_validation.yaml)
     preview: Optional[int] = None  # N: print what the first N records would ask, load no model, run nothing
+    budget: Budget = field(default_factory=Budget)
 
 
 DIASAFETY_REMOTE = (

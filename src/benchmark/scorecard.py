@@ -110,6 +110,8 @@ def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, sta
             "samples_per_s": round(done.asked / wall, 3) if done.asked else 0.0,
             "model_calls": done.model_calls, "judge_calls": done.judge_calls,
             "attacker_calls": done.attacker_calls, "cache_hits": done.cache_hits, "seconds": done.seconds,
+            "tokens": {role: t.as_json() for role, t in done.tokens.items()},
+            **({"cost": c} if (c := run_cost(done.tokens, _role_configs(cfg, plan))) else {}),
             "resumed": len(plan.items) - done.asked, "failed": sum(1 for s in done.samples if s.get("error")),
             "seed": cfg.seed, "limit": cfg.limit, "bootstrap": cfg.bootstrap, "overrides": list(overrides or []),
             "versions": versions(),
@@ -117,6 +119,43 @@ def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, sta
         },
         "samples": {"file": samples_path.name, "sha256": file_sha256(samples_path), "n": len(done.samples)},
     }
+
+
+def _role_configs(cfg, plan) -> dict:
+    """Each role's model config, keyed as Execution.tokens is."""
+    return {"model": cfg.model, "attacker": plan.attacker_cfg,
+            **{f"judge {key}": j for key, j in plan.judge_cfgs.items()}}
+
+
+def declared_prices(model_cfg):
+    """The config's prices where it declares both; None where it declares neither; an error for half of them."""
+    prices = getattr(model_cfg, "prices", None)
+    if prices is None or (prices.input_per_million is None and prices.output_per_million is None):
+        return None
+    for key in ("input_per_million", "output_per_million"):
+        value = prices[key]
+        if value is None or value < 0:
+            raise BenchmarkError(f"model {model_cfg.name}: model.prices.{key}={value}; declare both prices, each 0 or "
+                                 "more (per million tokens), or neither")
+    return prices
+
+
+def run_cost(tokens: dict, configs: dict) -> dict | None:
+    """What the tokens asked now cost, per role whose model declares its prices and in total per currency; None
+    where no role declares any."""
+    from .models.usage import cost
+
+    by_role = {}
+    for role, t in tokens.items():
+        prices = declared_prices(configs.get(role))
+        if prices is not None:
+            by_role[role] = {"amount": round(cost(t, prices), 6), "currency": prices.currency}
+    if not by_role:
+        return None
+    total: dict = {}
+    for c in by_role.values():
+        total[c["currency"]] = round(total.get(c["currency"], 0.0) + c["amount"], 6)
+    return {"by_role": by_role, "total": total}
 
 
 def write(card: dict, path: Path) -> None:

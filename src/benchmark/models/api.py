@@ -23,6 +23,7 @@ from lm_eval.models.api_models import LMEVAL_MODEL_NONE_ANSWER_PLACEHOLDER
 from lm_eval.models.openai_completions import LocalChatCompletion
 
 from .cached import Failure
+from .usage import API, Reply, Usage
 
 RETRY_STATUSES = {408, 429}  # and every 5xx
 MAX_WAIT_S = 60.0  # the longest wait of the doubling backoff
@@ -133,4 +134,14 @@ class ChatCompletions(LocalChatCompletion):
             return LMEVAL_MODEL_NONE_ANSWER_PLACEHOLDER  # the server answered with nothing, and said why
         if not isinstance(text, str):
             raise MalformedAnswer(f"the server's answer has no text: {json.dumps(outputs)[:200]}")
-        return text
+        return Reply(text, server_usage(outputs))
+
+
+def server_usage(outputs: dict) -> Usage | None:
+    """The tokens the server says the request read and wrote (its `usage`), where it says."""
+    usage = outputs.get("usage")
+    try:
+        prompt, completion = int(usage["prompt_tokens"]), int(usage["completion_tokens"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return Usage(prompt, completion, API) if prompt >= 0 and completion >= 0 else None

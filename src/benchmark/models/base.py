@@ -74,6 +74,12 @@ class Backend:
         """Recorded answers for records, by id: [{"task": name, "id": record id}]."""
         raise NotImplementedError(f"{type(self).__name__} has no recorded answers")
 
+    def usage(self, op: str, payloads: list[dict], answers: list) -> list:
+        """The tokens each answered request read and wrote (models.usage.Usage), or None where this backend cannot
+        count them. By default what an answer carries itself (an API's Reply, with the server's count); a backend
+        with a tokenizer counts with it, for answers asked now and for answers from the cache alike."""
+        return [getattr(a, "usage", None) for a in answers]
+
     def overflow(self, messages: list[dict], max_new_tokens: int) -> int:
         """By how many tokens a prompt and its answer exceed the model's context (<= 0: it fits)."""
         raise NotImplementedError(f"{type(self).__name__} does not know its context length")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from .. import BenchmarkError
 from ..cache import ResponseCache, request_key
 from .base import Backend
+from .usage import Tokens, Usage
 
 
 @dataclass
@@ -31,6 +32,7 @@ class CachedModel:
         self.hits = 0  # requests answered from the cache
         self.batches = 0  # calls to the backend (each a batch of requests)
         self.seconds = 0.0  # spent waiting for the backend's answers
+        self.tokens = Tokens()  # read and written: by requests asked now, and by the answers the cache gave
 
     def __call__(self, op: str, payloads: list[dict]) -> list:
         if not self.backend.supports(op):
@@ -39,10 +41,12 @@ class CachedModel:
                                  f"a model that can (docs/tasks.md says what each task asks)")
         shape = self.backend.answer_shape
         keys = [request_key(self.sha + (f"/{shape}" if shape else ""), op, self._keyed(op, p)) for p in payloads]
-        found = self.cache.get_many(keys)
+        stored = self.cache.get_many_with_usage(keys)
+        found = {k: answer for k, (answer, _) in stored.items()}
         cached = sum(k in found for k in keys)
         self.hits += cached
         self._tell(cached)
+        self._cached_usage(op, keys, payloads, stored)
         todo = {}
         for k, p in zip(keys, payloads):
             if k not in found:
@@ -56,10 +60,24 @@ class CachedModel:
             results = self._ask(op, list(part.values()))
             self.seconds += time.perf_counter() - started
             self.calls += len(part)
-            self.cache.put_many(self.sha, {k: r for k, r in zip(part, results) if not isinstance(r, Failure)})
+            answered = {k: r for k, r in zip(part, results) if not isinstance(r, Failure)}
+            counted = dict(zip(answered, self.backend.usage(op, [part[k] for k in answered], list(answered.values()))))
+            self.cache.put_many(self.sha, answered, {k: u.as_json() for k, u in counted.items() if u is not None})
+            for k in answered:
+                self.tokens.add(counted[k], cached=False)
             found.update(zip(part, results))
             self._tell(sum(1 for k in keys if k in part))
         return [found[k] for k in keys]
+
+    def _cached_usage(self, op: str, keys: list, payloads: list, stored: dict) -> None:
+        """Count the tokens of the answers the cache gave: as stored beside them, else as this backend counts them
+        (a local model's tokenizer; an API's answers cached before their counts were kept stay uncounted)."""
+        hits = [(k, p) for k, p in zip(keys, payloads) if k in stored]
+        unknown = [(k, p) for k, p in hits if stored[k][1] is None]
+        recounted = dict(zip([k for k, _ in unknown], self.backend.usage(
+            op, [p for _, p in unknown], [stored[k][0] for k, _ in unknown]))) if unknown else {}
+        for k, _ in hits:
+            self.tokens.add(Usage.from_json(stored[k][1]) if stored[k][1] is not None else recounted[k], cached=True)
 
     def _slice(self) -> int:
         """Requests per call to the backend: a few of its batches (or of its concurrent requests)."""

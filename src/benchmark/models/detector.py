@@ -21,6 +21,16 @@ class DiaSafetyDetector(Backend):
         transformers.logging.disable_progress_bar()
         self.detector = Detector(cfg.pretrained, batch_size=cfg.batch_size, device=cfg.device)
 
+    def usage(self, op, payloads, answers):
+        """The tokens the detector reads of each input (context and response, truncated as it reads them)."""
+        from ..detector.model import tokenize
+        from .usage import TOKENIZER, Usage
+
+        det = self.detector
+        pairs = [((p["input"].get("context") or None), p["input"]["response"]) for p in payloads]
+        return [Usage(len(ids), 0, TOKENIZER) for ids in tokenize(det.tokenizer, pairs, det.max_length,
+                                                                   det.with_context)]
+
     def classify(self, inputs):
         """The fine label by the paper's rules; `unsafe` is the coarse verdict (veto), or, when the input names a
         category, that category's verdict (the second step of the paper's chatbot scoring). Both are the decisions
