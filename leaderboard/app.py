@@ -385,6 +385,14 @@ def models_page(cards: list, registry: dict) -> None:
     rows = [model_row(c, registry[c.card["task"]["name"]]) for c in mine]
     st.dataframe(pd.DataFrame(rows).style.format("{:.1f}", subset=["value"]), hide_index=True,
                  width="stretch", key="model_cards")
+    spent = T.tokens_frame(mine)
+    st.subheader("Tokens and cost")
+    if spent.empty:
+        st.caption("These cards were made before runs counted their tokens.")
+    else:
+        st.caption("Per card and role, as each run counted them: the server's count for an API, the model's "
+                   "tokenizer otherwise; cached tokens were answered from the response cache and cost nothing.")
+        st.dataframe(spent, hide_index=True, width="stretch", key="model_tokens")
     for c in mine:
         task = registry[c.card["task"]["name"]]
         frame = T.breakdown([c], task)

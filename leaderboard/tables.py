@@ -128,6 +128,25 @@ def models_frame(cards: list) -> pd.DataFrame:
     return pd.DataFrame(list(rows.values()))
 
 
+def tokens_frame(cards: list) -> pd.DataFrame:
+    """One row per card and role: the tokens its run read and wrote (asked now, and answered from the cache), the
+    role's speed in new tokens per second of waiting, and the cost where its model declares prices."""
+    rows = []
+    for c in cards:
+        run = c.card["run"]
+        cost = (run.get("cost") or {}).get("by_role", {})
+        for role, t in (run.get("tokens") or {}).items():
+            new = t["prompt"] + t["completion"]
+            seconds = (run.get("seconds") or {}).get(role) or 0
+            rows.append({"task": c.card["task"]["name"], "role": role, "prompt tokens": t["prompt"],
+                         "completion tokens": t["completion"],
+                         "cached tokens": t["cached_prompt"] + t["cached_completion"],
+                         "tokens/s": round(new / seconds, 1) if new and seconds else None,
+                         "not counted": t["uncounted"], "counted by": ", ".join(t["counted_by"]),
+                         "cost": (f"{cost[role]['amount']:.4f} {cost[role]['currency']}" if role in cost else "")})
+    return pd.DataFrame(rows)
+
+
 def overview(cards: list, registry: dict) -> pd.DataFrame:
     """One row per model, a headline column (value, %) and a CI column per task; missing cells are NaN."""
     tasks = sorted({c.card["task"]["name"] for c in cards})

@@ -14,7 +14,11 @@ def api_model(server, tiny_model):
 
 
 def test_diasafety_through_the_api(compose, chat_server, tiny_model, data_root):
-    prices = ("model.prices.input_per_million=2.5", "model.prices.output_per_million=10", "model.prices.currency=EUR")
+    prices = ("model.prices.input_per_million=2.5", "model.prices.output_per_million=10", "model.prices.currency=EUR",
+              f"model.tokenizer={tiny_model}")
+    from benchmark.catalog import preview
+
+    before = preview(compose(*api_model(chat_server, tiny_model), "limit=4", *prices), 0)  # asks nothing
     card, path = run(compose(*api_model(chat_server, tiny_model), "limit=4", *prices))
     samples = [json.loads(line) for line in open(path.parent / "samples.jsonl")]
     assert card["model"]["backend"] == "local-chat-completions" and card["run"]["model_calls"] == 4
@@ -25,6 +29,11 @@ def test_diasafety_through_the_api(compose, chat_server, tiny_model, data_root):
     cost = (tokens["prompt"] * 2.5 + tokens["completion"] * 10) / 1e6
     assert card["run"]["cost"] == {"by_role": {"model": {"amount": round(cost, 6), "currency": "EUR"}},
                                    "total": {"EUR": round(cost, 6)}}
+    import re
+
+    estimated = float(re.search(r"cost: about ([0-9.]+) EUR at most", before).group(1))
+    assert f"about {tokens['prompt']:,} prompt tokens (counted with the tokenizer of {tiny_model})" in before
+    assert abs(estimated - cost) <= 0.1 * cost, (estimated, cost)
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(tiny_model)  # what the server read: the prompts with the chat template

@@ -81,6 +81,12 @@ def _dialogue_card(dst: Path) -> None:
     card = json.loads((dst / "toxicchat.json").read_text())
     card["samples"] = {"file": "toxicchat.samples.jsonl.gz", "sha256": sha, "n": N_SEEDS}
     card["metrics"], card["breakdown"] = rescored(card, samples)  # what validation derives from the samples
+    counts = {"prompt": 1200, "completion": 300, "cached_prompt": 50, "cached_completion": 10, "uncounted": 0}
+    card["run"]["tokens"] = {"model": {**counts, "counted_by": ["api"]},
+                             "judge utterance": {**counts, "completion": 0, "cached_completion": 0,
+                                                 "counted_by": ["tokenizer"]}}
+    card["run"]["seconds"] = {**card["run"]["seconds"], "model": 3.0}
+    card["run"]["cost"] = {"by_role": {"model": {"amount": 0.006, "currency": "USD"}}, "total": {"USD": 0.006}}
     (dst / "toxicchat.json").write_text(json.dumps(card))
 
 
@@ -407,6 +413,10 @@ def test_model_page_draws_activation_by_turn_as_a_curve(app):
     charts = _charts(at)
     assert len(charts) == 1 and "facet" not in charts[0], charts  # one curve, not a panel of bars per turn
     assert {"line", "area"} <= _marks(charts[0]) and "bar" not in _marks(charts[0])
+    spent = next(d.value for d in at.dataframe if "role" in d.value.columns)  # the card's tokens, per role
+    assert spent["role"].tolist() == ["model", "judge utterance"]
+    assert spent["prompt tokens"].tolist() == [1200, 1200] and spent["cached tokens"].tolist() == [60, 50]
+    assert spent["tokens/s"].tolist()[0] == 500.0 and spent["cost"].tolist() == ["0.0060 USD", ""]
 
 
 def test_cards_no_table_can_hold_are_rejected_and_the_rest_show(odd_app):

@@ -69,6 +69,15 @@ def test_attacks_itself_over_several_turns(compose, smollm2, data_root, monkeypa
     card, path = run(cfg)
     assert card["run"]["failed"] == 0 and card["run"]["attacker_calls"] == 2 and card["run"]["model_calls"] == 4
     assert loads.count(SMOLLM2) == 1
+    # tokens per role: the two sides counted by SmolLM2's tokenizer; a profanity list and keywords count none
+    tokens = card["run"]["tokens"]
+    assert set(tokens) == {"model", "attacker", "judge utterance", "judge context"}
+    for side in ("model", "attacker"):
+        counted = tokens[side]
+        assert counted["counted_by"] == ["tokenizer"] and counted["uncounted"] == 0
+        assert counted["prompt"] + counted["cached_prompt"] > 0 and counted["completion"] + counted["cached_completion"] > 0
+    judged = tokens["judge utterance"]
+    assert judged["uncounted"] >= card["run"]["judge_calls"]["utterance"] > 0 and judged["counted_by"] == []
     for s in samples_of(path):
         first, second = s["turns"]
         assert first["attacker"] == s["input"]["seed"] and answered(second["attacker"])

@@ -106,6 +106,8 @@ class ModelConfig:
     sha256: Optional[str] = None
     metadata: ModelMetadata = field(default_factory=ModelMetadata)
     prices: Prices = field(default_factory=Prices)  # declared: the card carries the cost of the tokens asked for
+    # the served model's tokenizer (a local folder or hub id), for `preview`'s token estimate of an API model
+    tokenizer: Optional[str] = None
 
 
 @dataclass

@@ -11,7 +11,7 @@ from .base import Backend
 from .registry import backend_class
 
 # Fields that change how a run is executed but not what the model answers.
-_NOT_HASHED = ("name", "metadata", "prices", "batch_size", "num_concurrent", "max_retries", "retry_wait", "timeout", "device")
+_NOT_HASHED = ("name", "metadata", "prices", "tokenizer", "batch_size", "num_concurrent", "max_retries", "retry_wait", "timeout", "device")
 
 
 def model_sha256(cfg) -> str:
