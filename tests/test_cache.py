@@ -125,3 +125,25 @@ def test_answers_cached_in_another_shape_are_asked_again(tmp_path):
     judge.answer_shape = "v2"
     second = CachedModel(judge, "sha", cache)
     assert second("classify", [{"input": {"response": "x"}}])[0]["shape"] == "v2" and second.calls == 1
+
+
+def test_token_counts_are_kept_beside_answers_and_an_older_cache_still_answers(tmp_path):
+    from benchmark.cache import ResponseCache
+
+    path = tmp_path / "responses.sqlite"
+    old = sqlite3.connect(path)  # a cache as an earlier version made it: answers only
+    old.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)")
+    old.execute("INSERT INTO responses VALUES ('before', 'm', '\"an answer\"', 0)")
+    old.commit()
+    old.close()
+    cache = ResponseCache(path)
+    cache.put_many("m", {"now": "another", "uncounted": "third"},
+                   {"now": {"prompt": 12, "completion": 3, "counted_by": "api"}})
+    assert cache.get_many_with_usage(["before", "now", "uncounted", "missing"]) == {
+        "before": ("an answer", None), "now": ("another", {"prompt": 12, "completion": 3, "counted_by": "api"}),
+        "uncounted": ("third", None)}
+    cache.close()
+    again = sqlite3.connect(path)  # and that version still writes its answers as it did
+    again.execute("INSERT INTO responses VALUES ('later', 'm', '1', 0)")
+    again.commit()
+    again.close()

@@ -51,15 +51,11 @@ class ResponseCache:
         self._db.execute("PRAGMA journal_mode=WAL")  # a file system without WAL support keeps its rollback journal
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
-            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL, "
-            "usage TEXT)"
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)"
         )
-        if "usage" not in {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}:
-            try:  # a cache made before answers kept their token counts: theirs stay unknown
-                self._db.execute("ALTER TABLE responses ADD COLUMN usage TEXT")
-            except sqlite3.OperationalError as e:
-                if "duplicate column" not in str(e):  # another process added it first
-                    raise
+        # the tokens of an answer, where counted (models.usage.Usage): a table of its own, so that a cache made by an
+        # earlier version of the suite, and that version itself, read and write the answers as before
+        self._db.execute("CREATE TABLE IF NOT EXISTS usage (key TEXT PRIMARY KEY, usage TEXT)")
 
     def _retrying(self, op, *args):
         for attempt in range(RETRIES + 1):
@@ -87,7 +83,8 @@ class ResponseCache:
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for key, value, usage in self._db.execute(
-                    f"SELECT key, value, usage FROM responses WHERE key IN ({marks})", chunk):
+                    f"SELECT r.key, r.value, u.usage FROM responses r LEFT JOIN usage u ON u.key = r.key "
+                    f"WHERE r.key IN ({marks})", chunk):
                 found[key] = (json.loads(value), json.loads(usage) if usage else None)
         return found
 
@@ -99,11 +96,11 @@ class ResponseCache:
         """The cached answers of these keys, each with the token counts stored beside it (None where unknown)."""
         return self._retrying(self._select, keys)
 
-    def _insert(self, rows: list[tuple]) -> None:
+    def _insert(self, rows: list[tuple], usage: list[tuple]) -> None:
         try:
             self._db.execute("BEGIN IMMEDIATE")
-            self._db.executemany(
-                "INSERT OR REPLACE INTO responses (key, model, value, created, usage) VALUES (?, ?, ?, ?, ?)", rows)
+            self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", rows)
+            self._db.executemany("INSERT OR REPLACE INTO usage VALUES (?, ?)", usage)
             self._db.execute("COMMIT")
         except BaseException:
             if self._db.in_transaction:
@@ -115,10 +112,9 @@ class ResponseCache:
         if not items:
             return
         now = time.time()
-        usage = usage or {}
-        rows = [(k, model_sha, json.dumps(v, ensure_ascii=False), now,
-                 json.dumps(usage[k]) if usage.get(k) is not None else None) for k, v in items.items()]
-        self._retrying(self._insert, rows)
+        rows = [(k, model_sha, json.dumps(v, ensure_ascii=False), now) for k, v in items.items()]
+        counted = [(k, json.dumps(u)) for k, u in (usage or {}).items() if k in items and u is not None]
+        self._retrying(self._insert, rows, counted)
 
     def close(self) -> None:
         if self._db is not None:
