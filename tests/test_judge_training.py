@@ -41,8 +41,9 @@ def labelled_set(tmp_path, monkeypatch):
 
 
 def overrides(tiny_encoder, tmp_path, *more: str) -> list[str]:
-    return [f"encoder={tiny_encoder}", f"data_root={tmp_path}", "epochs=2", "batch_size=8", "max_length=32",
-            "progress=false", f"output_dir={tmp_path / 'judge'}", *more]
+    # the tiny encoder alone, unless a test adds encoders of its own (the shipped config adds MPNet)
+    return [f"encoder={tiny_encoder}", "more_encoders=[]", f"data_root={tmp_path}", "epochs=2", "batch_size=8",
+            "max_length=32", "progress=false", f"output_dir={tmp_path / 'judge'}", *more]
 
 
 def test_the_validation_share_is_stratified_and_independent_of_the_file_order():
