@@ -139,7 +139,8 @@ def test_a_killed_training_resumes_to_the_same_judge(tiny_encoder, tmp_path, lab
     import benchmark.detector.train as T
     from benchmark.judge.train import train
 
-    whole = train("toxicchat-classifier", overrides(tiny_encoder, tmp_path, "epochs=3",
+    two = ("lr=[1e-3]", "seeds=[1,2]")  # two members: the kill falls in the first, the second trains after the resume
+    whole = train("toxicchat-classifier", overrides(tiny_encoder, tmp_path, "epochs=3", *two,
                                                     f"output_dir={tmp_path / 'whole'}"))
     real, calls = T.grouped_batches, []
 
@@ -151,15 +152,15 @@ def test_a_killed_training_resumes_to_the_same_judge(tiny_encoder, tmp_path, lab
 
     monkeypatch.setattr(T, "grouped_batches", killed_in_epoch_three)
     with pytest.raises(KeyboardInterrupt):
-        train("toxicchat-classifier", overrides(tiny_encoder, tmp_path, "epochs=3"))
+        train("toxicchat-classifier", overrides(tiny_encoder, tmp_path, "epochs=3", *two))
     monkeypatch.setattr(T, "grouped_batches", real)
     with pytest.raises(BenchmarkError, match="unfinished training with other settings"):
-        train("toxicchat-classifier", overrides(tiny_encoder, tmp_path, "epochs=4"))
-    resumed = train("toxicchat-classifier", overrides(tiny_encoder, tmp_path, "epochs=3"))
+        train("toxicchat-classifier", overrides(tiny_encoder, tmp_path, "epochs=4", *two))
+    resumed = train("toxicchat-classifier", overrides(tiny_encoder, tmp_path, "epochs=3", *two))
     a, b = (json.loads((d / MANIFEST).read_text()) for d in (whole, resumed))
     assert a["weights_sha256"] == b["weights_sha256"] and a["threshold"] == b["threshold"]
     with pytest.raises(BenchmarkError, match="already holds a trained judge"):
-        train("toxicchat-classifier", overrides(tiny_encoder, tmp_path, "epochs=3"))
+        train("toxicchat-classifier", overrides(tiny_encoder, tmp_path, "epochs=3", *two))
 
 
 def test_a_run_that_needs_an_untrained_judge_names_the_command_and_its_time(compose, tmp_path):

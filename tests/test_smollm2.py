@@ -27,7 +27,8 @@ def answered(text) -> bool:
     return isinstance(text, str) and any(c.isalpha() for c in text)
 
 
-@pytest.mark.parametrize("task", ["diasafety", "diasafety_noctx"])
+# the context ablation's template with -m slow (10 s): the same path, another template, tested with the tiny model
+@pytest.mark.parametrize("task", ["diasafety", pytest.param("diasafety_noctx", marks=pytest.mark.slow)])
 def test_classifies_dialogue_safety(compose, smollm2, data_root, task):
     card, path = run(compose(*MODEL, f"task={task}", "limit=3"))
     assert card["run"]["failed"] == 0 and card["run"]["model_calls"] == 3
