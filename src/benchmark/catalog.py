@@ -106,11 +106,12 @@ def _counter(model_cfg):
         source = model_cfg.pretrained
     if source is not None:
         try:
-            from transformers import AutoTokenizer
-
             from .models.weights import locate
 
-            path = locate(model_cfg) if source == model_cfg.pretrained else source
+            path = locate(model_cfg) if source == model_cfg.pretrained else source  # weights not here: no import
+
+            from transformers import AutoTokenizer
+
             kwargs = {"gguf_file": model_cfg.gguf_file} if model_cfg.gguf_file and source == model_cfg.pretrained else {}
             tok = AutoTokenizer.from_pretrained(path, **kwargs)
 
