@@ -61,7 +61,7 @@ def test_concurrent_writers_lose_and_corrupt_nothing(tmp_path):
     expected = {k for n in range(WRITERS) for k in keys_of(n)}
     assert len(expected) == (WRITERS + 1) * BATCHES * PER_BATCH // 2
     cache = ResponseCache(path)
-    found = cache.get_many(sorted(expected))
+    found = {k: answer for k, (answer, _) in cache.get_many(sorted(expected)).items()}
     cache.close()
     assert set(found) == expected
     assert all(found[k] == value_for(k) for k in expected)
@@ -101,7 +101,7 @@ def test_a_write_outlasts_a_lock_held_past_the_busy_timeout(tmp_path, monkeypatc
     cache.put_many("m", {"ours": {"label": "Safe"}})
     release.join()
     other.close()
-    assert cache.get_many(["ours", "theirs"]) == {"ours": {"label": "Safe"}, "theirs": 1}
+    assert cache.get_many(["ours", "theirs"]) == {"ours": ({"label": "Safe"}, None), "theirs": (1, None)}
     cache.close()
 
 
@@ -139,7 +139,7 @@ def test_token_counts_are_kept_beside_answers_and_an_older_cache_still_answers(t
     cache = ResponseCache(path)
     cache.put_many("m", {"now": "another", "uncounted": "third"},
                    {"now": {"prompt": 12, "completion": 3, "counted_by": "api"}})
-    assert cache.get_many_with_usage(["before", "now", "uncounted", "missing"]) == {
+    assert cache.get_many(["before", "now", "uncounted", "missing"]) == {
         "before": ("an answer", None), "now": ("another", {"prompt": 12, "completion": 3, "counted_by": "api"}),
         "uncounted": ("third", None)}
     cache.close()

@@ -88,11 +88,7 @@ class ResponseCache:
                 found[key] = (json.loads(value), json.loads(usage) if usage else None)
         return found
 
-    def get_many(self, keys: list[str]) -> dict[str, object]:
-        """The cached answers of these keys."""
-        return {k: value for k, (value, _) in self._retrying(self._select, keys).items()}
-
-    def get_many_with_usage(self, keys: list[str]) -> dict[str, tuple]:
+    def get_many(self, keys: list[str]) -> dict[str, tuple]:
         """The cached answers of these keys, each with the token counts stored beside it (None where unknown)."""
         return self._retrying(self._select, keys)
 

@@ -115,13 +115,13 @@ def _counter(model_cfg):
             kwargs = {"gguf_file": model_cfg.gguf_file} if model_cfg.gguf_file and source == model_cfg.pretrained else {}
             tok = AutoTokenizer.from_pretrained(path, **kwargs)
 
+            from .models.lmeval import prompt_text
+
+            def templated(messages, add_generation_prompt):
+                return tok.apply_chat_template(messages, add_generation_prompt=add_generation_prompt, tokenize=False)
+
             def count(messages: list[dict]) -> int:
-                if model_cfg.system_prompt and not any(m["role"] == "system" for m in messages):
-                    messages = [{"role": "system", "content": model_cfg.system_prompt}, *messages]
-                if model_cfg.chat_template and tok.chat_template:
-                    text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-                else:
-                    text = "\n\n".join(m["content"] for m in messages) + "\n"
+                text = prompt_text(model_cfg, messages, templated, bool(model_cfg.chat_template and tok.chat_template))
                 return len(tok(text, add_special_tokens=False)["input_ids"])
 
             return count, f"counted with the tokenizer of {source}"

@@ -29,6 +29,15 @@ def read_manifest(folder: str | Path, name: str | None = None) -> dict:
     return json.loads(path.read_text())
 
 
+def member_encoder(manifest: dict, member: dict) -> str:
+    """The encoder a member was fine-tuned from (a judge of one encoder names it once, in the manifest)."""
+    return member.get("encoder", manifest["encoder"])
+
+
+def encoders(manifest: dict) -> list[str]:
+    return list(dict.fromkeys(member_encoder(manifest, m) for m in manifest["members"]))
+
+
 def _vocabulary(member: Path) -> str:
     """What decides a member's token ids: its tokenizer files."""
     files = sorted(member.glob("tokenizer*.json")) + sorted(member.glob("vocab*")) + sorted(member.glob("*.model"))
@@ -62,6 +71,6 @@ class Classifier:
                                                  self.models):
             if key not in ids:
                 ids[key] = tokenize(tokenizer, pairs, self.manifest["max_length"], with_context)
-            groups.setdefault(member.get("encoder", self.manifest["encoder"]), []).append(
+            groups.setdefault(member_encoder(self.manifest, member), []).append(
                 softmax(logits_of(model, tokenizer, ids[key], self.batch_size))[:, 1])
         return np.mean([np.mean(g, axis=0) for g in groups.values()], axis=0)  # one vote per encoder, as trained

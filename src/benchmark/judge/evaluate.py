@@ -12,7 +12,7 @@ from .. import BenchmarkError
 from ..files import write_json
 from ..templates import render
 from . import EVALUATION
-from .classifier import Classifier
+from .classifier import Classifier, encoders
 from .train import figures, load_config
 
 
@@ -60,9 +60,8 @@ def _p(x) -> str:
 
 def markdown(cfg, manifest: dict, result: dict) -> str:
     members = ", ".join(f"{m['dir']} (epoch {m['best_epoch']})" for m in manifest["members"])
-    encoders = " + ".join(dict.fromkeys(m.get("encoder", manifest["encoder"]) for m in manifest["members"]))
     lines = [f"# Judge {cfg.name} on {result['set']} test", "",
-             f"Encoder {encoders}, members {members}; threshold {result['threshold']:.4f}, chosen on "
+             f"Encoder {' + '.join(encoders(manifest))}, members {members}; threshold {result['threshold']:.4f}, chosen on "
              f"{manifest['val_records']} validation rows carved from the training file (val F1 "
              f"{_p(manifest['val']['f1'])}, AUPRC {manifest['val']['auprc']}). Test: {result['n']} rows, "
              f"{result['unsafe']} unsafe.", "",

@@ -41,7 +41,7 @@ class CachedModel:
                                  f"a model that can (docs/tasks.md says what each task asks)")
         shape = self.backend.answer_shape
         keys = [request_key(self.sha + (f"/{shape}" if shape else ""), op, self._keyed(op, p)) for p in payloads]
-        stored = self.cache.get_many_with_usage(keys)
+        stored = self.cache.get_many(keys)
         found = {k: answer for k, (answer, _) in stored.items()}
         cached = sum(k in found for k in keys)
         self.hits += cached

@@ -48,8 +48,9 @@ class TrainedClassifier(Backend):
 
     def describe(self) -> dict:
         manifest = self.judge.manifest
-        encoders = list(dict.fromkeys(m.get("encoder", manifest["encoder"]) for m in manifest["members"]))
-        facts = {"encoder": " + ".join(encoders), "threshold": manifest["threshold"], "set": manifest["set"],
+        from ..judge.classifier import encoders
+
+        facts = {"encoder": " + ".join(encoders(manifest)), "threshold": manifest["threshold"], "set": manifest["set"],
                  "members": len(manifest["members"]), "weights_sha256": manifest["weights_sha256"],
                  "val": manifest["val"]}
         evaluation = self.judge.path / EVALUATION

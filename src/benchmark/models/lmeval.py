@@ -160,6 +160,16 @@ def check_api_settings(cfg) -> None:
             raise BenchmarkError(f"model {cfg.name}: model.{key}={value}; it must be at least {least}")
 
 
+def prompt_text(cfg, messages: list[dict], apply_chat_template, templated: bool) -> str:
+    """The prompt as the model reads it: the config's system prompt where the task gives none, then the chat
+    template (`apply_chat_template(messages, add_generation_prompt=True)`) or, untemplated, the messages' texts."""
+    if cfg.system_prompt and not any(m["role"] == "system" for m in messages):
+        messages = [{"role": "system", "content": cfg.system_prompt}, *messages]
+    if templated:
+        return apply_chat_template(messages, add_generation_prompt=True)
+    return "\n\n".join(m["content"] for m in messages) + "\n"
+
+
 VLLM_MISSING = (
     "model {name}: backend vllm needs the `vllm` package, which is not installed here. Install it on a machine with "
     "a GPU (pip install vllm), or run `vllm serve MODEL` there and call the server with model=vllm-server "
@@ -236,11 +246,8 @@ class LMEvalBackend(Backend):
             raise remote_code_error(self.cfg, e) or e
 
     def _context(self, messages: list[dict]) -> str:
-        if self.cfg.system_prompt and not any(m["role"] == "system" for m in messages):
-            messages = [{"role": "system", "content": self.cfg.system_prompt}, *messages]
-        if self.cfg.chat_template or self.cfg.backend in API_BACKENDS:
-            return self.lm.apply_chat_template(messages, add_generation_prompt=True)
-        return "\n\n".join(m["content"] for m in messages) + "\n"
+        return prompt_text(self.cfg, messages, self.lm.apply_chat_template,
+                           self.cfg.chat_template or self.cfg.backend in API_BACKENDS)
 
     def overflow(self, messages, max_new_tokens):
         if self.cfg.backend in API_BACKENDS:
