@@ -14,6 +14,7 @@ beside it).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -21,7 +22,6 @@ import sys
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -31,13 +31,15 @@ for path in (REPO / "src", HERE):  # run from a checkout without installing the 
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+import charts as C  # noqa: E402
 import tables as T  # noqa: E402
 
 from benchmark import BenchmarkError  # noqa: E402
 from benchmark import submissions as S  # noqa: E402
 from benchmark.files import inside  # noqa: E402
 from benchmark.submissions.checked import CheckStore  # noqa: E402
-from benchmark.kinds import kind_class  # noqa: E402
+from benchmark.submissions.checked import key as checked_key  # noqa: E402
+from benchmark.submissions.summary import MODEL_KINDS  # noqa: E402
 
 PAGES = ["Overview", "Tasks", "Models", "Submit"]
 PAGE_SIZE = 50
@@ -60,57 +62,82 @@ def runs_root() -> Path | None:
     return Path(os.environ["BENCHMARK_RUNS"]) if os.environ.get("BENCHMARK_RUNS") else None
 
 
-def _signature(root: Path, pattern: str = "*") -> tuple:
-    """Changes whenever a file under root matching pattern does: the key that keeps the cached load fresh."""
-    if not root.is_dir():
-        return ()
-    return tuple(sorted((str(p), info.st_mtime_ns, info.st_size) for p in root.rglob(pattern) if p.is_file()
-                        for info in [p.stat()]))
+def _signature(root: Path, name: str | None = None) -> str:
+    """Changes whenever a file under root (with `name`: a file of that name) does: the key that keeps the cached load
+    fresh. A digest, not the list: Streamlit hashes a cached function's arguments on every rerun."""
+    h = hashlib.sha256()
+    todo = [str(root)] if root.is_dir() else []
+    while todo:
+        with os.scandir(todo.pop()) as found:
+            entries = sorted(found, key=lambda e: e.name)
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                todo.append(e.path)
+            elif e.is_file() and (name is None or e.name == name):
+                info = e.stat()
+                h.update(f"{e.path}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\0{info.st_size}\n".encode(
+                    "utf-8", "surrogateescape"))
+    return h.hexdigest()
 
 
 def showable(cards: list, registry: dict) -> None:
     """Builds every table the pages build from these cards; raises what a page would."""
     T.models_frame(cards)
     T.overview(cards, registry)
-    for name in sorted({c.card["task"]["name"] for c in cards}):
-        on_task = [c for c in cards if c.card["task"]["name"] == name]
+    for name in sorted({c.summary.task for c in cards}):
+        on_task = [c for c in cards if c.summary.task == name]
         T.task_frame(on_task, name)
         T.breakdown(on_task, registry[name])
     for c in cards:
-        model_row(c, registry[c.card["task"]["name"]])
+        model_row(c, registry[c.summary.task])
+
+
+def board_fingerprint() -> str:
+    """The board's own code: what decides whether a card can be shown, beside the suite's checks."""
+    return hashlib.sha256(b"".join(p.read_bytes() for p in (HERE / "app.py", HERE / "tables.py"))).hexdigest()
 
 
 # a resource, not data: the same objects on every rerun (copying a thousand cards would cost each rerun a second);
 # the pages only read them
 @st.cache_resource(show_spinner="Loading score cards…", max_entries=2)
-def load(root: str, signature: tuple) -> tuple[list, list[str], dict]:
+def load(root: str, signature: str) -> tuple[list, list[str], dict]:
     """The cards that pass every check and that every page can show; the reasons for the others.
 
-    Every table builds a card's rows from that card alone, so when the tables build from all the cards at once no
-    card fails on its own; only when they do not is each card tried on its own (a thousand cards at once take a
-    small part of the time they take one by one)."""
+    A card known to be showable (the same bytes shown by the same board code before, kept in the check store) is
+    not tried again, so a board of thousands of cards reads none of them whole until a page shows one."""
     if runs_root() is not None:
         loaded, registry = S.load_runs(Path(root))
+        cards, rejected = loaded.cards, [str(p) for p in loaded.rejected]
+        cards = showable_cards(cards, cards, registry, rejected)
     else:
         store = CheckStore()
         try:
             registry = store.registry()
             loaded = S.load(Path(root), thorough=True, data_root=os.environ.get("BENCHMARK_DATA_ROOT"), store=store)
+            cards, rejected = loaded.cards, [str(p) for p in loaded.rejected]
+            board = board_fingerprint()
+            keys = {id(c): checked_key("shown", c.check_key, board) for c in cards if c.check_key is not None}
+            new = [c for c in cards if id(c) not in keys or not store.shown(keys[id(c)])]
+            cards = showable_cards(cards, new, registry, rejected)
+            for c in set(map(id, new)) & set(map(id, cards)) & set(keys):
+                store.keep_shown(keys[c])
+            store.save()
         finally:
             store.close()
-    cards, rejected = loaded.cards, [str(p) for p in loaded.rejected]
-    try:
-        showable(cards, registry)
-    except Exception:
-        cards = one_by_one(loaded.cards, registry, rejected)
     return cards, [r.replace(str(Path(root)) + os.sep, "") for r in rejected], registry
 
 
-def one_by_one(cards: list, registry: dict, rejected: list[str]) -> list:
-    """The cards every page can show, each tried on its own; a folder with a card that cannot be shown shows none
-    (a folder is one submission). The reasons go to `rejected`."""
+def showable_cards(cards: list, new: list, registry: dict, rejected: list[str]) -> list:
+    """The cards every page can show, the `new` ones tried: all at once, and only when that fails each on its own
+    (a thousand cards at once take a small part of the time they take one by one). A folder with a card that cannot
+    be shown shows none (a folder is one submission). The reasons go to `rejected`."""
+    try:
+        showable(new, registry)
+        return cards
+    except Exception:
+        pass
     failed = set()
-    for card in cards:
+    for card in new:
         try:
             showable([card], registry)
         except Exception as e:  # a card the checks let through that a table cannot hold
@@ -129,7 +156,7 @@ def load_or_report(root: Path) -> tuple[list, list[str], dict]:
     try:
         # run folders: only a finished (re)written card changes what is shown; a run in progress, the response cache
         # and sweep logs churn beside them
-        return load(str(root), _signature(root, "scorecard.json" if root == runs_root() else "*"))
+        return load(str(root), _signature(root, "scorecard.json" if root == runs_root() else None))
     except Exception as e:
         st.error(esc(f"The score cards could not be loaded from {root}: {type(e).__name__}: {e}"))
     try:
@@ -161,78 +188,14 @@ def link(page: str, **params) -> str:
     return "?" + urlencode({"page": page, **params}, quote_via=quote)
 
 
-def bars(frame: pd.DataFrame, title: str) -> alt.Chart:
-    """One panel per group, a bar per model with its CI as a whisker (a whisker over an x-offset bar would sit at
-    the bar's edge, so the groups are facets)."""
-    base = alt.Chart().encode(
-        x=alt.X("model:N", title=None, axis=alt.Axis(labels=False, ticks=False)),
-        color=alt.Color("model:N", title="model"),
-        tooltip=["model", "group", alt.Tooltip("value:Q", format=".1f"), alt.Tooltip("ci_low:Q", format=".1f"),
-                 alt.Tooltip("ci_high:Q", format=".1f")])
-    layers = [base.mark_bar().encode(y=alt.Y("value:Q", title="%"))]
-    if frame["ci_low"].notna().any():
-        layers.append(base.mark_rule(strokeWidth=2).encode(y="ci_low:Q", y2="ci_high:Q", color=alt.value("black")))
-    width = max(40, 14 * frame["model"].nunique())
-    return alt.layer(*layers, data=frame).properties(width=width).facet(
-        column=alt.Column("group:N", title=None, sort=None, header=alt.Header(labelOrient="bottom", labelAngle=-30,
-                                                                              labelAlign="right")),
-        title=title)
-
-
-def curve(frame: pd.DataFrame, title: str) -> alt.Chart:
-    """Activation by turn; a group that is not a turn number is left out."""
-    frame = frame.assign(turn=pd.to_numeric(frame["group"], errors="coerce")).dropna(subset=["turn"])
-    base = alt.Chart(frame, title=title).encode(x=alt.X("turn:Q", title="turn", axis=alt.Axis(tickMinStep=1)),
-                                                color=alt.Color("model:N", title="model"))
-    return base.mark_area(opacity=0.15).encode(y="ci_low:Q", y2="ci_high:Q") + base.mark_line(point=True).encode(
-        y=alt.Y("value:Q", title="activated by this turn (%)"), tooltip=["model", "turn", "value"])
-
-
-CHART_MODELS = 30  # models per panel of the headline chart: more are not readable, and cost the page seconds
-
-
-def headline_chart(points: pd.DataFrame) -> alt.Chart:
-    """One panel per task: the best models' headlines with their 95% CIs, the best at the top."""
-    panels = []
-    for (task, column), part in points.groupby(["task", "column"], sort=True):
-        part = part.sort_values("value", ascending=part["better"].iloc[0] == "lower").head(CHART_MODELS)
-        order = part["model"].tolist()
-        base = alt.Chart(part, title=column).encode(
-            y=alt.Y("model:N", sort=order, title=None, axis=alt.Axis(labelLimit=240)),
-            tooltip=["model", alt.Tooltip("value:Q", format=".1f"), alt.Tooltip("ci_low:Q", format=".1f"),
-                     alt.Tooltip("ci_high:Q", format=".1f")])
-        # a fixed width: a concatenation cannot take the page's width, and "container" would overflow it by the labels
-        panels.append((base.mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", title=None), x2="ci_high:Q")
-                       + base.mark_point(filled=True, size=60).encode(x="value:Q")).properties(width=560))
-    return alt.vconcat(*panels, title=f"Each model's headline with its 95% CI, by task (the best {CHART_MODELS} "
-                                      "of each task where there are more)")
-
-
-def family_title(by: str, task: dict) -> str:
-    """What one breakdown family shows (`by` is a submitted metric's field or a question's name)."""
-    if by == "by_turn":
-        return f"{task['headline']}: activation by turn"
-    if by == "class F1":
-        return "F1 per class (no CI in the card)"
-    if by.endswith(" · class F1"):
-        return f"{by.removesuffix(' · class F1')}: F1 per class (no CI in the card)"
-    return f"{task['headline']} by {by}"
-
-
-def family_chart(part: pd.DataFrame, by: str, task: dict, prefix: str = "") -> alt.Chart:
-    """One breakdown family's chart: activation by turn as a curve, every other family as bars."""
-    title = prefix + family_title(by, task)
-    return curve(part, title) if by == "by_turn" else bars(part, title)
-
-
 def breakdown_charts(cards: list, task: dict) -> None:
     frame = T.breakdown(cards, task)
     if frame.empty:
         st.caption("This task's cards carry no breakdown.")
         return
     for by, part in frame.groupby("by", sort=False):
-        st.altair_chart(family_chart(part, by, task), width="stretch")
-        with st.expander(esc(f"table: {family_title(by, task)}")):
+        st.vega_lite_chart(spec=C.family_chart(part, by, task), width="stretch")
+        with st.expander(esc(f"table: {C.family_title(by, task)}")):
             st.dataframe(part.drop(columns=["by"]), hide_index=True, width="stretch")
 
 
@@ -240,11 +203,11 @@ def overview_page(cards: list, registry: dict) -> None:
     st.title("Your runs" if runs_root() is not None else "Safety leaderboard for conversational models")
     st.caption("Every number is a score card produced by the suite: the value and its bootstrap 95% confidence "
                "interval. Blank: no card for that task.")
-    tasks = sorted({c.card["task"]["name"] for c in cards})
+    tasks = sorted({c.summary.task for c in cards})
     languages = sorted({registry[t]["language"] for t in tasks})
     models = T.models_frame(cards)
     licences = sorted(set(models["licence"])) if not models.empty else []
-    kinds = [k for k in T.MODEL_KINDS if not models.empty and k in set(models["kind"])]
+    kinds = [k for k in MODEL_KINDS if not models.empty and k in set(models["kind"])]
     f1, f2, f3, f4, f5, f6, f7 = st.columns(7)
     pick_lang = f1.multiselect("Language", languages, key="f_language")
     pick_task = f2.multiselect("Task", tasks, key="f_task")
@@ -256,8 +219,7 @@ def overview_page(cards: list, registry: dict) -> None:
 
     shown_tasks = [t for t in tasks if (not pick_lang or registry[t]["language"] in pick_lang)
                    and (not pick_task or t in pick_task)]
-    chosen = [c for c in cards if c.card["task"]["name"] in shown_tasks
-              and (not only_verified or T.verified(c.card))]
+    chosen = [c for c in cards if c.summary.task in shown_tasks and (not only_verified or c.summary.verified)]
     # a card judged by another panel than its task's is never ranked beside the others: shown apart, below
     standard = {id(c): c.panel is None for c in chosen}
     apart = [c for c in chosen if not standard[id(c)]]
@@ -278,7 +240,7 @@ def overview_page(cards: list, registry: dict) -> None:
         return
     heads = [c for c in frame.columns if c.endswith(("↑", "↓"))]
     listed = set(frame["model"])
-    points = T.headlines([c for c in chosen if c.card["model"]["name"] in listed], registry)
+    points = T.headlines([c for c in chosen if c.summary.model in listed], registry)
     if heads:
         rank_by = st.selectbox("Rank by", heads, key="f_rank")
         # rank groups: a model's rank counts only the models whose interval lies wholly on the better side of its own
@@ -289,9 +251,9 @@ def overview_page(cards: list, registry: dict) -> None:
     st.dataframe(frame, column_config={c: st.column_config.NumberColumn(format="%.1f") for c in figures},
                  hide_index=True, width="stretch", placeholder="",
                  height=T.table_height(len(frame)), key="overview_table")
-    st.download_button("Download this table (CSV)", T.to_csv(frame), "leaderboard.csv", "text/csv")
+    st.download_button("Download this table (CSV)", lambda frame=frame: T.to_csv(frame), "leaderboard.csv", "text/csv")
     if not points.empty:
-        st.altair_chart(headline_chart(points), width="content")
+        st.vega_lite_chart(spec=C.headline_chart(points), width="content")
     apart_table(apart, registry)
     st.markdown("**What the columns mean** (↑ higher is better, ↓ lower is better; judge F1: the task's judging "
                 "procedure against human labels, from the card's own outcome on its labelled set; rank: on the column ranked "
@@ -310,9 +272,9 @@ def apart_table(apart: list, registry: dict) -> None:
         return
     st.markdown("**Judged by a non-standard panel** (not ranked: their rates come from judges the suite has not "
                 "measured as the task's)")
-    st.dataframe(pd.DataFrame([{"model": c.card["model"]["name"], "task": c.card["task"]["name"],
-                                "headline": round(T.shown(c.card["metrics"][registry[c.card["task"]["name"]]
-                                                          ["headline"]]), 1),
+    st.dataframe(pd.DataFrame([{"model": c.summary.model, "task": c.summary.task,
+                                "headline": round(T.shown(c.summary.metrics[registry[c.summary.task]["headline"]]),
+                                                  1),
                                 "why": c.panel} for c in apart]),
                  hide_index=True, width="stretch", key="nonstandard_table")
 
@@ -335,7 +297,7 @@ def task_definition(name: str) -> Path | None:
 
 
 def tasks_page(cards: list, registry: dict) -> None:
-    names = sorted({c.card["task"]["name"] for c in cards}) or sorted(registry)
+    names = sorted({c.summary.task for c in cards}) or sorted(registry)
     if not names:
         st.info("No task definition could be read.")
         return
@@ -352,7 +314,7 @@ def tasks_page(cards: list, registry: dict) -> None:
     if definition is not None:
         with st.expander(esc(f"Definition: tasks/{name}.yaml")):
             st.code(definition.read_text(encoding="utf-8"), language="yaml")
-    on_task = [c for c in cards if c.card["task"]["name"] == name]
+    on_task = [c for c in cards if c.summary.task == name]
     if not on_task:
         st.info("No score card for this task yet.")
         return
@@ -363,7 +325,7 @@ def tasks_page(cards: list, registry: dict) -> None:
                and not c.endswith("95% CI")]
     st.dataframe(frame.style.format("{:.1f}", subset=numeric), hide_index=True, placeholder="",
                  width="stretch", key="task_table")
-    st.download_button("Download this table (CSV)", T.to_csv(frame), f"{name}.csv", "text/csv")
+    st.download_button("Download this table (CSV)", lambda frame=frame: T.to_csv(frame), f"{name}.csv", "text/csv")
     notes = [f"- **{esc(m)}**: {esc(T.METRIC_NOTES[m])}" for m in frame.columns if m in T.METRIC_NOTES]
     if notes:
         st.markdown("\n".join(notes))
@@ -371,18 +333,18 @@ def tasks_page(cards: list, registry: dict) -> None:
 
 
 def models_page(cards: list, registry: dict) -> None:
-    names = sorted({c.card["model"]["name"] for c in cards})
+    names = sorted({c.summary.model for c in cards})
     if not names:
         st.info("No model has an accepted score card.")
         return
     name = pick("Model", names, "model", "model_pick")
-    mine = [c for c in cards if c.card["model"]["name"] == name]
+    mine = [c for c in cards if c.summary.model == name]
     st.title(f"Model: {esc(name)}")
     meta = T.models_frame(mine).drop(columns=["model"])
     st.dataframe(meta, hide_index=True, width="stretch")
     with st.expander("Model config (model.yaml)"):
         st.json(mine[0].model_config, expanded=False)
-    rows = [model_row(c, registry[c.card["task"]["name"]]) for c in mine]
+    rows = [model_row(c, registry[c.summary.task]) for c in mine]
     st.dataframe(pd.DataFrame(rows).style.format("{:.1f}", subset=["value"]), hide_index=True,
                  width="stretch", key="model_cards")
     spent = T.tokens_frame(mine)
@@ -394,30 +356,30 @@ def models_page(cards: list, registry: dict) -> None:
                    "tokenizer otherwise; cached tokens were answered from the response cache and cost nothing.")
         st.dataframe(spent, hide_index=True, width="stretch", key="model_tokens")
     for c in mine:
-        task = registry[c.card["task"]["name"]]
+        task = registry[c.summary.task]
         frame = T.breakdown([c], task)
         if not frame.empty:  # the card's first breakdown family, drawn as on the task's page
             by = frame["by"].iloc[0]
-            st.altair_chart(family_chart(frame[frame["by"] == by], by, task, prefix=f"{task['name']}: "),
-                            width="stretch")
+            spec = C.family_chart(frame[frame["by"] == by], by, task, prefix=f"{task['name']}: ")
+            st.vega_lite_chart(spec=spec, width="stretch")
     sample_browser(mine, registry)
 
 
 def model_row(c, task: dict) -> dict:
     """One card's row in a model's table of cards."""
-    card = c.card
-    m = card["metrics"][task["headline"]]
+    card, summary = c.card, c.summary
+    m = summary.metrics[task["headline"]]
     judge_error = card["breakdown"].get("judge_error") if isinstance(card["breakdown"], dict) else None
-    fixed = card["metrics"].get((judge_error or {}).get("corrected")) if isinstance(judge_error, dict) else None
+    fixed = summary.metrics.get((judge_error or {}).get("corrected")) if isinstance(judge_error, dict) else None
     return {"task": task["name"], "headline": task["headline"], "value": T.shown(m), "95% CI": T.ci_text(m),
             "corrected for judge error": (f"{judge_error['corrected']}: {T.shown(fixed):.1f} {T.ci_text(fixed)}"
-                                          if isinstance(fixed, dict) else
+                                          if fixed is not None else
                                           str(judge_error.get("corrected", "")) if isinstance(judge_error, dict)
                                           else ""),
-            "judges on human labels": T.judge_text(card),
+            "judges on human labels": T.judge_text(summary.judge),
             "panel": c.panel or "the task's",
-            "better": task.get("better", "higher"), "n": card["dataset"]["n"],
-            "verified": "yes" if T.verified(card) else "", "run": card["run"]["started_at"],
+            "better": task.get("better", "higher"), "n": summary.n,
+            "verified": "yes" if summary.verified else "", "run": card["run"]["started_at"],
             "suite commit": (card["run"]["git_commit"] or "")[:10],
             "judges": ", ".join(f"{j['step']}: {j['name']}" for j in card.get("judges", []))}
 
@@ -439,10 +401,12 @@ def sample_browser(mine: list, registry: dict) -> None:
     st.subheader("Samples")
     st.warning("Content warning: these data sets and model outputs contain offensive, hateful and harmful text. "
                "Texts stay hidden until you choose to show them.")
-    tasks = [c.card["task"]["name"] for c in mine]
+    tasks = [c.summary.task for c in mine]
     name = st.selectbox("Task", tasks, key="sample_task")
     card = mine[tasks.index(name)]
     try:
+        from benchmark.kinds import kind_class  # the kinds import numpy and jinja2: only where samples are shown
+
         kind = kind_class(card.card["task"]["kind"])
         rows = [_summary(s, kind) for s in samples(str(card.samples_path), _file_signature(card.samples_path))]
     except Exception as e:  # a samples file changed since it was checked
@@ -535,7 +499,7 @@ def main() -> None:
     if page != wanted:
         st.query_params.clear()
     st.query_params["page"] = page
-    st.sidebar.caption(f"{len(cards)} score cards from {len({c.card['model']['name'] for c in cards})} models")
+    st.sidebar.caption(f"{len(cards)} score cards from {len({c.summary.model for c in cards})} models")
     if rejected:
         with st.sidebar.expander(f"{len(rejected)} rejected", expanded=False):
             for reason in rejected:

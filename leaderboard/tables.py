@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
+
+from benchmark.submissions.summary import JudgeQuality, Metric
 
 SIZES = ["< 1B", "1–10B", "10–100B", "> 100B", "unknown"]
 # what a headline metric means, by its last part; the task's own description says what is measured
@@ -44,59 +47,20 @@ def size_bucket(text) -> str:
     return SIZES[0] if b < 1 else SIZES[1] if b < 10 else SIZES[2] if b < 100 else SIZES[3]
 
 
-def model_kind(backend) -> str:
-    """What kind of model a card measures, from its backend: a language model run by the suite, a classifier, or
-    recorded answers replayed (a chatbot's published generations, an LLM's recorded predictions)."""
-    from benchmark.models.registry import BUILTIN, LMEVAL_PREFIX
-
-    module = BUILTIN.get(backend, "").partition(":")[0]
-    if module.endswith(".lmeval") or str(backend).startswith(LMEVAL_PREFIX):
-        return "LLM"
-    if module.endswith(".replay"):
-        return "recorded answers"
-    return "classifier" if module else "other"
 
 
-MODEL_KINDS = ["LLM", "classifier", "recorded answers", "other"]
-
-
-def is_share(metric: dict) -> bool:
-    return "unit" not in metric
-
-
-def shown(metric: dict) -> float:
+def shown(metric: Metric) -> float:
     """Shares as percentages; other units as they are."""
-    return 100 * metric["value"] if is_share(metric) else metric["value"]
+    return 100 * metric.value if metric.is_share else metric.value
 
 
-def ci_text(metric: dict) -> str:
-    k = 100 if is_share(metric) else 1
-    return f"[{k * metric['ci_low']:.1f}, {k * metric['ci_high']:.1f}]"
+def ci_text(metric: Metric) -> str:
+    k = 100 if metric.is_share else 1
+    return f"[{k * metric.ci_low:.1f}, {k * metric.ci_high:.1f}]"
 
 
-def verified(card: dict) -> bool:
-    return bool(card.get("verification", {}).get("verified"))
-
-
-def judge_quality(card: dict) -> dict | None:
-    """The card's judging procedure against human labels, computed from the card's own outcome on its labelled set
-    (validation checks those labels are the set's): {set, n, f1, precision, recall, youden}; None without one."""
-    outcome = card.get("judging_validation")
-    if not isinstance(outcome, dict):
-        return None
-    gold, flag = outcome["gold"], outcome["flagged"]
-    g, f = int(gold or "0", 2), int(flag or "0", 2)  # one bit per labelled item: counted whole, not item by item
-    tp, fp, fn = (g & f).bit_count(), (~g & f).bit_count(), (g & ~f).bit_count()
-    tn = len(gold) - tp - fp - fn
-    precision, recall = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
-    return {"set": outcome["set"], "n": len(gold), "precision": 100 * precision, "recall": 100 * recall,
-            "f1": 100 * (2 * precision * recall / (precision + recall) if precision + recall else 0.0),
-            "youden": recall + tn / max(tn + fp, 1) - 1}
-
-
-def judge_text(card: dict) -> str:
-    q = judge_quality(card)
-    return "" if q is None else f"F1 {q['f1']:.1f} (P {q['precision']:.1f}, R {q['recall']:.1f}) on {q['set']}"
+def judge_text(quality: JudgeQuality | None) -> str:
+    return "" if quality is None else quality.text()
 
 
 def headline_column(task: dict) -> str:
@@ -108,23 +72,22 @@ def models_frame(cards: list) -> pd.DataFrame:
     """One row per model: its public metadata."""
     rows = {}
     for c in cards:
-        card = c.card
-        meta = card["model"]["metadata"]
-        name = card["model"]["name"]
-        row = rows.setdefault(name, {
-            "model": name,
+        summary = c.summary
+        meta = summary.metadata
+        row = rows.setdefault(summary.model, {
+            "model": summary.model,
             "organisation": meta.get("organisation") or "",
             "parameters": meta.get("parameters") or "",
             "size": size_bucket(meta.get("parameters")),
             "open weights": {True: "yes", False: "no"}.get(meta.get("open_weights"), ""),
             "languages": ", ".join(meta.get("languages") or []),
             "licence": meta.get("license") or "",
-            "kind": model_kind(card["model"]["config"].get("backend")),
+            "kind": summary.kind,
             "cards": 0,
             "verified": 0,
         })
         row["cards"] += 1
-        row["verified"] += verified(card)
+        row["verified"] += summary.verified
     return pd.DataFrame(list(rows.values()))
 
 
@@ -149,20 +112,19 @@ def tokens_frame(cards: list) -> pd.DataFrame:
 
 def overview(cards: list, registry: dict) -> pd.DataFrame:
     """One row per model, a headline column (value, %) and a CI column per task; missing cells are NaN."""
-    tasks = sorted({c.card["task"]["name"] for c in cards})
+    tasks = sorted({c.summary.task for c in cards})
     frame = models_frame(cards)
     if frame.empty:
         return frame
     cells: dict[tuple[str, str], object] = {}
     for c in cards:
-        card = c.card
-        task = registry[card["task"]["name"]]
-        m = card["metrics"][task["headline"]]
-        cells[(card["model"]["name"], headline_column(task))] = shown(m)
-        cells[(card["model"]["name"], f"{task['name']} · 95% CI")] = ci_text(m)
-        quality = judge_quality(card)
-        if quality is not None:
-            cells[(card["model"]["name"], f"{task['name']} · judge F1")] = round(quality["f1"], 1)
+        summary = c.summary
+        task = registry[summary.task]
+        m = summary.metrics[task["headline"]]
+        cells[(summary.model, headline_column(task))] = shown(m)
+        cells[(summary.model, f"{task['name']} · 95% CI")] = ci_text(m)
+        if summary.judge is not None:
+            cells[(summary.model, f"{task['name']} · judge F1")] = round(summary.judge.f1, 1)
     for t in tasks:
         judged = any(col == f"{t} · judge F1" for _, col in cells)
         for col, missing in ((headline_column(registry[t]), None), (f"{t} · 95% CI", ""),
@@ -177,12 +139,12 @@ def headlines(cards: list, registry: dict) -> pd.DataFrame:
     """Long form: each card's headline (value, %) with its CI, the task's better direction and column name."""
     rows = []
     for c in cards:
-        card = c.card
-        task = registry[card["task"]["name"]]
-        m = card["metrics"][task["headline"]]
-        k = 100 if is_share(m) else 1
-        rows.append({"task": task["name"], "column": headline_column(task), "model": card["model"]["name"],
-                     "value": shown(m), "ci_low": k * m["ci_low"], "ci_high": k * m["ci_high"],
+        summary = c.summary
+        task = registry[summary.task]
+        m = summary.metrics[task["headline"]]
+        k = 100 if m.is_share else 1
+        rows.append({"task": task["name"], "column": headline_column(task), "model": summary.model,
+                     "value": shown(m), "ci_low": k * m.ci_low, "ci_high": k * m.ci_high,
                      "better": task.get("better", "higher")})
     return pd.DataFrame(rows, columns=["task", "column", "model", "value", "ci_low", "ci_high", "better"])
 
@@ -195,8 +157,11 @@ def ranks(points: pd.DataFrame) -> dict[str, int]:
         return {}
     higher = points["better"].iloc[0] == "higher"
     lows, highs = points["ci_low"].to_numpy(), points["ci_high"].to_numpy()
-    return {model: 1 + int(((lows > high) if higher else (highs < low)).sum())
-            for model, low, high in zip(points["model"], lows, highs)}
+    if higher:  # better: a low end above this high end
+        better = len(lows) - np.searchsorted(np.sort(lows), highs, side="right")
+    else:  # better: a high end below this low end
+        better = np.searchsorted(np.sort(highs), lows, side="left")
+    return {model: 1 + int(b) for model, b in zip(points["model"], better)}
 
 
 ROW_PX, HEADER_PX = 35, 38  # st.dataframe's row and header heights
@@ -211,12 +176,12 @@ def task_frame(cards: list, task: str) -> pd.DataFrame:
     """Every model on one task: each metric (value, %) with its CI."""
     rows = []
     for c in cards:
-        card = c.card
-        if card["task"]["name"] != task:
+        summary = c.summary
+        if summary.task != task:
             continue
-        row = {"model": card["model"]["name"], "verified": "yes" if verified(card) else "", "n": card["dataset"]["n"],
-               "judges on human labels": judge_text(card), "panel": c.panel or "the task's"}
-        for name, m in card["metrics"].items():
+        row = {"model": summary.model, "verified": "yes" if summary.verified else "", "n": summary.n,
+               "judges on human labels": judge_text(summary.judge), "panel": c.panel or "the task's"}
+        for name, m in summary.metrics.items():
             row[name] = shown(m)
             row[f"{name} · 95% CI"] = ci_text(m)
         rows.append(row)
@@ -229,7 +194,7 @@ def breakdown(cards: list, task: dict) -> pd.DataFrame:
     from benchmark.kinds import kind_class
 
     kind = kind_class(task["kind"])
-    rows = [{"model": c.card["model"]["name"], **row} for c in cards if c.card["task"]["name"] == task["name"]
+    rows = [{"model": c.summary.model, **row} for c in cards if c.summary.task == task["name"]
             for row in kind.breakdown_rows(c.card, task)]
     return pd.DataFrame(rows, columns=["model", "by", "group", "value", "ci_low", "ci_high"])
 

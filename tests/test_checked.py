@@ -117,6 +117,49 @@ def test_the_board_checks_a_card_changed_after_it_started(tmp_path, monkeypatch)
     assert any("metrics.macro_f1" in r and "is not what the samples give" in r for r in rejected), rejected
 
 
+def test_a_board_with_results_kept_reads_no_card_whole_until_a_page_shows_it(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    _published(tmp_path / "subs")
+    _published(tmp_path / "subs", "smollm2-135m-instruct", "second-model")
+    monkeypatch.setenv("BENCHMARK_SUBMISSIONS", str(tmp_path / "subs"))
+    monkeypatch.setenv("BENCHMARK_CHECKS", str(tmp_path / "checks.sqlite"))
+    first = AppTest.from_file(str(APP), default_timeout=120).run()
+    assert not first.exception
+    shown = first.dataframe[0].value
+    import streamlit as st
+
+    st.cache_resource.clear()  # a new server process: the results on disk only
+    read = _counting(monkeypatch, S, "card_bytes")
+    again = AppTest.from_file(str(APP), default_timeout=120).run()
+    assert not again.exception and again.dataframe[0].value.equals(shown)
+    assert read == []  # the overview from the kept summaries: no card file read
+
+
+    models = AppTest.from_file(str(APP), default_timeout=120)
+    models.query_params["page"] = "Models"
+    models.query_params["model"] = "second-model"
+    models.run()
+    assert not models.exception and models.title[0].value == "Model: second\\-model"
+    assert sorted(p.name for p in read) == sorted(p.name for p in (tmp_path / "subs" / "second-model").glob("*.json"))
+    # its cards read whole now, and only its
+
+
+def test_a_card_read_after_its_check_must_be_the_bytes_checked(tmp_path):
+    from benchmark import BenchmarkError
+
+    folder = _published(tmp_path / "subs")
+    store_path = tmp_path / "checks.sqlite"
+    S.load(tmp_path / "subs", thorough=True, store=CheckStore(store_path))
+    [card] = S.load(tmp_path / "subs", thorough=True, store=CheckStore(store_path)).cards
+    assert card.summary.model == "profanity-check" and "card" not in card.__dict__  # not read yet
+    raw = json.loads((folder / "diasafety.json").read_text())
+    raw["metrics"]["macro_f1"]["value"] = 0.99
+    (folder / "diasafety.json").write_text(json.dumps(raw))
+    with pytest.raises(BenchmarkError, match="changed since it was checked"):
+        card.card
+
+
 @pytest.mark.parametrize("damage", ["not a database", "a folder"])
 def test_a_store_that_cannot_be_opened_names_its_file(tmp_path, damage):
     from benchmark import BenchmarkError

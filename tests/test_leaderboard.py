@@ -638,7 +638,7 @@ def test_the_hosted_app_needs_only_its_requirements():
             f"at = AppTest.from_file({str(APP)!r}, default_timeout=120).run(); assert not at.exception; "
             "print(' '.join(sorted({m.split('.')[0] for m in sys.modules}))); "
             "print(' '.join(sorted(m.__file__ for n, m in sys.modules.items() "
-            "if n.split('.')[0] in ('benchmark', 'tables') and getattr(m, '__file__', None))))")
+            "if n.split('.')[0] in ('benchmark', 'tables', 'charts') and getattr(m, '__file__', None))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "BENCHMARK_DATA_ROOT": ""})
     assert out.returncode == 0, out.stderr[-2000:]
@@ -668,7 +668,7 @@ def test_the_hosted_app_needs_only_its_requirements():
                 imported |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 imported.add(node.module.split(".")[0])
-    third_party = imported - set(sys.stdlib_module_names) - {"benchmark", "tables", "__future__"}
+    third_party = imported - set(sys.stdlib_module_names) - {"benchmark", "tables", "charts", "__future__"}
 
     def closure(names):
         seen, todo = set(), list(names)

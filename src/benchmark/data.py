@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,11 +68,8 @@ def _unreadable(path: Path, fmt: str) -> str | None:
 
 
 def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]:
-    import datasets
-
     if data.format not in _BUILDERS:
         raise BenchmarkError(f"{where}: data.format={data.format!r} is not one of {sorted(_BUILDERS)}")
-    builder = _BUILDERS[data.format]
     if data_root:
         path = data_file(data_root, data.path, where)
         if not path.is_file():
@@ -81,17 +79,10 @@ def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]
         why = _unreadable(path, data.format)
         if why:
             raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {why}")
-        try:
-            ds = datasets.load_dataset(builder, data_files=str(path), split="train", **_builder_kwargs(data))
-        except ValueError as e:
-            if "corresponds to no data" in str(e):  # what `datasets` says of a file with no rows
-                return [], f"data_root:{data.path}"
-            raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {e}") from None
-        except Exception as e:
-            cause = e.__cause__ or e.__context__ or e
-            raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {type(cause).__name__}: "
-                                 f"{str(cause)[:300]}") from None
-        return ds.to_list(), f"data_root:{data.path}"
+        return _local_rows(path, data, where), f"data_root:{data.path}"
+    import datasets
+
+    builder = _BUILDERS[data.format]
     if data.url:
         try:
             ds = datasets.load_dataset(builder, data_files=data.url, split="train", **_builder_kwargs(data))
@@ -111,6 +102,48 @@ def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]
             ) from None
         return ds.to_list(), f"hub:{data.hub}"
     raise BenchmarkError(f"{where}: no data_root and no remote source (data.url or data.hub); {DATA_ROOT_HINT}")
+
+
+def _local_rows(path: Path, data, where: str) -> list[dict]:
+    """A local file's rows as `datasets` reads them, kept by the file's content (and the reader's version) in the
+    suite's cache folder: the same bytes give the same rows without loading `datasets` again. Rows that JSON cannot
+    hold exactly (dates, bytes) are not kept. A kept file that was changed changes the rows, so the records' hash no
+    longer matches the task's pin and the run stops."""
+    from importlib.metadata import version
+
+    from .hashing import file_sha256, sha256_json
+    from .paths import cache_root
+
+    name = sha256_json([file_sha256(path), data.format, _builder_kwargs(data), version("datasets")])
+    kept = cache_root() / "records" / f"{name}.json"
+    try:
+        return json.loads(kept.read_bytes())
+    except (OSError, ValueError):
+        pass
+    import datasets
+
+    try:
+        ds = datasets.load_dataset(_BUILDERS[data.format], data_files=str(path), split="train",
+                                   **_builder_kwargs(data))
+    except ValueError as e:
+        if "corresponds to no data" in str(e):  # what `datasets` says of a file with no rows
+            return []
+        raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {e}") from None
+    except Exception as e:
+        cause = e.__cause__ or e.__context__ or e
+        raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {type(cause).__name__}: "
+                             f"{str(cause)[:300]}") from None
+    rows = ds.to_list()
+    text = json.dumps(rows, ensure_ascii=False, default=repr)
+    if json.loads(text) == rows:
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            partial = kept.with_suffix(f".{os.getpid()}.partial")
+            partial.write_text(text, encoding="utf-8")
+            os.replace(partial, kept)
+        except OSError:
+            pass  # a read-only cache: the rows are read again next time
+    return rows
 
 
 def record_id(row: dict, index: int, id_field: str | None) -> str:

@@ -2,6 +2,7 @@
 conf/, tasks/ and leaderboard/ as benchmark/conf, benchmark/tasks, benchmark/leaderboard), or beside src/ in a source
 checkout (an editable install)."""
 
+import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -15,6 +16,12 @@ else:  # a source checkout: src/benchmark beside conf/, tasks/ and leaderboard/
 # the repository a run's paths are made relative to and its git commit read from; installed: where it runs
 REPO_ROOT = CHECKOUT or Path.cwd()
 SCHEMA_FILE = PACKAGE_DIR / "scorecard.schema.json"
+
+
+def cache_root() -> Path:
+    """The suite's own cache folder (weights made loadable, file hashes, data rows, the board's check results):
+    $BENCHMARK_CACHE, or ~/.cache/benchmark."""
+    return Path(os.environ.get("BENCHMARK_CACHE") or Path.home() / ".cache" / "benchmark").expanduser()
 
 
 def other_checkout(folder: Path) -> Path | None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import BenchmarkError
+from ..paths import cache_root
 from ..files import write_json
 from ..hashing import file_sha256, sha256_json
 
@@ -190,10 +191,6 @@ def load_error(cfg, error: BaseException) -> BenchmarkError | None:
                               "pip install gguf")
     return BenchmarkError(f"model {cfg.name}: transformers {transformers.__version__} cannot read {where}: "
                           f"{type(error).__name__}: {text}")
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("BENCHMARK_CACHE") or Path.home() / ".cache" / "benchmark").expanduser()
 
 
 def dequantised(cfg) -> Path:

@@ -23,6 +23,7 @@ import hashlib
 import itertools
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,20 +37,42 @@ from .checked import CheckStore
 from .configs import check_model_config, read_yaml
 from .rules import check_card
 from .samples import read_samples
+from .summary import Summary
 
 # what the leaderboard and the submit command use
 __all__ = ["CARD_SUFFIX", "MODEL_FILE", "SAMPLES_SUFFIX", "SUBMISSIONS_DIR", "TASKS_DIR", "Card", "Loaded", "Problem",
            "load", "load_folder", "load_model_folder", "load_runs", "read_card", "read_samples", "task_registry"]
 
 
-@dataclass
 class Card:
-    """One accepted score card, with its model folder's config."""
+    """One accepted score card, with its model folder's config.
 
-    path: Path
-    card: dict
-    model_config: dict
-    known_panel: tuple[str | None] | None = None  # (panel,) where the check store kept it
+    With a check store, a card whose bytes were checked before comes with its summary and the sha256 of the bytes
+    checked, and is read whole only when a page asks for `card`: the bytes read then must be those checked."""
+
+    def __init__(self, path: Path, card: dict | None, model_config: dict, known_panel: tuple[str | None] | None = None,
+                 summary: Summary | None = None, sha256: str | None = None, check_key: str | None = None):
+        if card is None and (summary is None or sha256 is None):
+            raise ValueError("a card read later needs its summary and the sha256 of the bytes checked")
+        self.path, self.model_config, self.known_panel = path, model_config, known_panel  # (panel,) where kept
+        self.check_key = check_key  # the key its check results are kept under, with a store
+        self.sha256 = sha256  # of the bytes checked
+        if card is not None:
+            self.__dict__["card"] = card
+        if summary is not None:
+            self.__dict__["summary"] = summary
+
+    @functools.cached_property
+    def card(self) -> dict:
+        raw = card_bytes(self.path)
+        if hashlib.sha256(raw).hexdigest() != self.sha256:
+            raise BenchmarkError(f"{self.path}: changed since it was checked; it is checked again when the cards are "
+                                 "loaded again")
+        return json.loads(raw)
+
+    @functools.cached_property
+    def summary(self) -> Summary:
+        return Summary.of(self.card)
 
     @functools.cached_property
     def panel(self) -> str | None:
@@ -135,18 +158,61 @@ def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code
     root = Path(root)
     folders = sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
     names = _folder_names(root)
+    listings = {f.name: _listing(f) for f in folders if f.is_dir() and not f.is_symlink()} if store else {}
+    whole = None
+    if store is not None and None not in listings.values():  # the whole folder as when last loaded: every entry of
+        # every model folder the same
+        whole = checked.key("root", str(root), [(f.name, f.is_dir(), f.is_symlink()) for f in folders], listings,
+                            thorough, allow_remote_code)
+        kept = store.loaded(whole)
+        if kept is not None:
+            return kept
     for folder in folders:
         if folder.is_symlink() or not folder.is_dir():
             if folder.is_symlink() or folder.suffix not in (".json", ".sh"):  # the folder's own keys and scripts
                 out.rejected.append(Problem(str(folder), "", "not a model folder (a symlink or a stray file)"))
             continue
-        one = load_folder(folder, thorough, allow_remote_code, data_root=data_root, siblings=names, store=store)
+        if store is None:
+            one = load_folder(folder, thorough, allow_remote_code, data_root=data_root, siblings=names)
+        else:
+            one = _kept_folder(folder, listings[folder.name], thorough, allow_remote_code, data_root, names, store)
         out.cards += one.cards
         out.rejected += one.rejected
+    out.rejected = capped(out.rejected)
+    if whole is not None:
+        store.keep_loaded(whole, out)
     if store is not None:
         store.save()
-    out.rejected = capped(out.rejected)
     return out
+
+
+def _kept_folder(folder: Path, listing: list | None, thorough: bool, allow_remote_code: bool, data_root: str | None,
+                 siblings: Siblings, store: CheckStore) -> Loaded:
+    """load_folder, or what it gave before for a folder whose every entry is the one it read then (`listing`: the
+    identities of all its files as the operating system reports them, checked.py: a file cannot be changed without
+    changing its own), beside the same names. A board with thousands of folders then reads no file of them."""
+    key = None if listing is None else checked.key("folder", str(folder), listing, siblings.like(folder.name),
+                                                   thorough, allow_remote_code)
+    kept = store.loaded(key) if key is not None else None
+    if kept is not None:
+        return kept
+    one = load_folder(folder, thorough, allow_remote_code, data_root=data_root, siblings=siblings, store=store)
+    if key is not None:
+        store.keep_loaded(key, one)
+    return one
+
+
+def _listing(folder: Path) -> list | None:
+    """A model folder's entries as they are now, each name with its identity; None for a folder too large to keep or
+    that cannot be read (load_folder says why)."""
+    try:
+        with os.scandir(folder) as found:
+            entries = list(itertools.islice(found, MAX_FILES + 1))
+        if len(entries) > MAX_FILES:
+            return None
+        return sorted((e.name, checked.identity(e.stat(follow_symlinks=False))) for e in entries)
+    except OSError:
+        return None
 
 
 def load_folder(folder: Path, thorough: bool = False, allow_remote_code: bool = False,
@@ -217,23 +283,29 @@ def _model_folder(folder: Path, allow_remote_code: bool, thorough: bool, store: 
 def _checked_card(path: Path, config: dict, model_sha: str | None, thorough: bool, allow_remote_code: bool,
                   data_root: str | None, store: CheckStore | None) -> tuple[Card | None, list[Problem]]:
     """The card and its problems; with a store, what an earlier check of the same bytes found."""
-    raw = card_bytes(path)
     if store is None:
-        card = parse_card(path, raw)
+        card = parse_card(path, card_bytes(path))
         return Card(path, card, config), check_card(path, card, config, thorough, allow_remote_code, data_root)
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CARD_BYTES:
+        card_bytes(path)  # raises what is wrong with it
+    sha = store.sha256(path)
     samples = path.parent / (path.name.removesuffix(CARD_SUFFIX) + SAMPLES_SUFFIX)
     samples_sha = store.sha256(samples) if samples.is_file() and not samples.is_symlink() else None
-    key = checked.key("card", str(path), hashlib.sha256(raw).hexdigest(), samples_sha, model_sha, thorough,
+    key = checked.key("card", str(path), sha, samples_sha, model_sha, thorough,
                       allow_remote_code)  # data_root only names the records of a rejected card: it decides nothing
     kept = store.card(key)
-    if kept is not None and kept[0]:
-        return None, kept[0]
+    if kept is not None and kept.problems:
+        return None, kept.problems
     if kept is not None:  # these bytes passed every check, parse_card's bounds included
-        return Card(path, json.loads(raw), config, known_panel=(kept[1],)), []
+        return Card(path, None, config, known_panel=(kept.panel,), summary=kept.summary, sha256=sha,
+                    check_key=key), []
+    raw = card_bytes(path)
     card = parse_card(path, raw)
     problems = check_card(path, card, config, thorough, allow_remote_code, data_root, store)
-    entry = Card(path, card, config)
-    store.keep_card(key, problems, None if problems else entry.panel)
+    entry = Card(path, card, config, check_key=key, sha256=sha)
+    if hashlib.sha256(raw).hexdigest() == sha:  # the bytes checked are those hashed: kept under that hash
+        store.keep_card(key, problems, None if problems else entry.panel, None if problems else entry.summary)
     return entry, problems
 
 

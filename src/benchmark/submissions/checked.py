@@ -8,9 +8,11 @@ on trust: a file's sha256 is remembered against the file's identity and change t
 them (device, inode, size, modification and status-change times; the status-change time cannot be set by a writer),
 never against a name or a date in a file.
 
-Two kinds of result are kept: a card's problems (empty: accepted), and what a samples file gives under its task
-(the expensive part of a check: reading the samples, re-deriving every verdict and re-scoring with the bootstrap),
-which copies of one samples file share.
+What is kept: a card's problems (empty: accepted) and, for an accepted card, its summary (summary.py: what the
+board's overview shows); what a samples file gives under its task (the expensive part of a check: reading the
+samples, re-deriving every verdict and re-scoring with the bootstrap), which copies of one samples file share; what
+loading a whole model folder gave, under the identities of all its entries (so a folder unchanged since is looked at
+once, no file of it read); and which cards a board could show (under the board's own code).
 """
 
 from __future__ import annotations
@@ -26,14 +28,15 @@ from pathlib import Path
 from .. import BenchmarkError
 from ..hashing import file_sha256, sha256_json
 from .base import VERIFIER_KEYS, Problem
+from .summary import Summary
 
 STORE_FILE = "checks.sqlite"
-TABLES = ("hashes", "cards", "given", "models", "registry")
+TABLES = ("hashes", "cards", "given", "models", "registry", "shown", "folders")
 
 
 def default_path() -> Path:
     """$BENCHMARK_CHECKS, or checks.sqlite in the suite's cache folder ($BENCHMARK_CACHE/board/)."""
-    from ..models.weights import cache_root
+    from ..paths import cache_root
 
     return Path(os.environ.get("BENCHMARK_CHECKS") or cache_root() / "board" / STORE_FILE).expanduser()
 
@@ -55,7 +58,8 @@ def suite_fingerprint() -> str:
     return h.hexdigest()
 
 
-def _identity(info: os.stat_result) -> str:
+def identity(info: os.stat_result) -> str:
+    """A file's identity and change times: what no writer can keep the same while changing the file."""
     return f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
 
 
@@ -74,6 +78,16 @@ class Given:
     breakdown: dict | None = None
 
 
+@dataclass
+class KeptCard:
+    """A card's problems (none: accepted); for an accepted card, why its judges are not its task's panel (or None)
+    and its summary."""
+
+    problems: list[Problem]
+    panel: str | None
+    summary: Summary | None
+
+
 class CheckStore:
     """The kept results, in one SQLite file (default_path), read whole when it opens and written back by `save`."""
 
@@ -87,43 +101,50 @@ class CheckStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             for table in TABLES:
                 self._db.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, value TEXT)")
-            # what every load looks at is read whole; what the samples give only when a card is checked again
-            self._kept = {t: {} if fresh else dict(self._db.execute(f"SELECT key, value FROM {t}"))
-                          for t in TABLES if t != "given"}
-            self._kept["given"] = {}
+            self._kept: dict[str, dict[str, str | None]] = {t: {} for t in TABLES}  # read as asked for
             self._fresh = fresh
         except (OSError, sqlite3.Error) as e:
             raise BenchmarkError(f"check store {self.path}: {e}; choose another with $BENCHMARK_CHECKS") from None
         self._new: dict[str, dict[str, str]] = {t: {} for t in self._kept}
 
+    def _get(self, table: str, key: str) -> str | None:
+        """A kept value (None: none), read from the file once per process; fresh: none."""
+        kept = self._kept[table]
+        if key not in kept:
+            row = None if self._fresh else self._db.execute(f"SELECT value FROM {table} WHERE key = ?",
+                                                            (key,)).fetchone()
+            kept[key] = row[0] if row else None
+        return kept[key]
+
     def sha256(self, path: Path) -> str:
         """The file's sha256, read again only when the file is not the one last hashed under its path."""
         info = os.stat(path, follow_symlinks=False)
-        known = self._kept["hashes"].get(str(path))
+        known = self._get("hashes", str(path))
         if known is not None:
-            identity, _, sha = known.rpartition(" ")
-            if identity == _identity(info):
+            seen, _, sha = known.rpartition(" ")
+            if seen == identity(info):
                 return sha
         sha = file_sha256(path)
-        if _identity(os.stat(path, follow_symlinks=False)) == _identity(info):  # unchanged while it was read
-            self._put("hashes", str(path), f"{_identity(info)} {sha}")
+        if identity(os.stat(path, follow_symlinks=False)) == identity(info):  # unchanged while it was read
+            self._put("hashes", str(path), f"{identity(info)} {sha}")
         return sha
 
-    def card(self, key: str) -> tuple[list[Problem], str | None] | None:
-        """A card's problems and, for an accepted card, why its judges are not its task's panel (or None); None:
-        never checked with this key."""
-        value = self._kept["cards"].get(key)
+    def card(self, key: str) -> KeptCard | None:
+        """What the check of a card found; None: never checked with this key."""
+        value = self._get("cards", key)
         if value is None:
             return None
-        problems, panel = json.loads(value)
-        return [Problem(*p) for p in problems], panel
+        problems, panel, summary = json.loads(value)
+        return KeptCard([Problem(*p) for p in problems], panel,
+                        Summary.from_json(summary) if summary is not None else None)
 
-    def keep_card(self, key: str, problems: list[Problem], panel: str | None) -> None:
-        self._put("cards", key, json.dumps([[[p.path, p.field, p.message] for p in problems], panel]))
+    def keep_card(self, key: str, problems: list[Problem], panel: str | None, summary: Summary | None) -> None:
+        self._put("cards", key, json.dumps([[[p.path, p.field, p.message] for p in problems], panel,
+                                            summary.to_json() if summary is not None else None]))
 
     # a folder's model config as checked: (the config, or None, and its problems)
     def model(self, key: str) -> tuple[dict | None, list[Problem]] | None:
-        value = self._kept["models"].get(key)
+        value = self._get("models", key)
         if value is None:
             return None
         config, problems = json.loads(value)
@@ -133,21 +154,46 @@ class CheckStore:
         self._put("models", key, json.dumps([config, [[p.path, p.field, p.message] for p in problems]]))
 
     def given(self, key: str) -> Given | None:
-        value = self._kept["given"].get(key)
-        if value is None and not self._fresh:
-            row = self._db.execute("SELECT value FROM given WHERE key = ?", (key,)).fetchone()
-            value = row[0] if row else None
+        value = self._get("given", key)
         return None if value is None else Given(**json.loads(value))
 
     def keep_given(self, key: str, given: Given) -> None:
         self._put("given", key, json.dumps(given.__dict__))
+
+    def loaded(self, key: str):
+        """What loading a model folder, or a whole submissions folder, gave (submissions.Loaded), for the key of its
+        entries as they were."""
+        from . import Card, Loaded
+
+        value = self._get("folders", key)
+        if value is None:
+            return None
+        kept = json.loads(value)
+        cards = [Card(Path(c["path"]), None, c["config"], known_panel=(c["panel"],), sha256=c["sha256"],
+                      check_key=c["check_key"], summary=Summary.from_json(c["summary"])) for c in kept["cards"]]
+        return Loaded(cards=cards, rejected=[Problem(*p) for p in kept["rejected"]])
+
+    def keep_loaded(self, key: str, loaded) -> None:
+        if any(c.check_key is None or c.sha256 is None for c in loaded.cards):
+            return
+        self._put("folders", key, json.dumps({
+            "cards": [{"path": str(c.path), "config": c.model_config, "sha256": c.sha256, "check_key": c.check_key,
+                       "panel": c.panel, "summary": c.summary.to_json()} for c in loaded.cards],
+            "rejected": [[p.path, p.field, p.message] for p in loaded.rejected]}))
+
+    def shown(self, key: str) -> bool:
+        """Whether a board showed the card of this key (a key that holds its check's and the board code's)."""
+        return self._get("shown", key) is not None
+
+    def keep_shown(self, key: str) -> None:
+        self._put("shown", key, "")
 
     def registry(self) -> dict[str, dict]:
         """base.task_registry(), kept: composing every task costs about a second per process."""
         from .base import task_registry
 
         found = key("registry", os.environ.get("BENCHMARK_DATA_ROOT"))
-        value = self._kept["registry"].get(found)
+        value = self._get("registry", found)
         if value is not None:
             return json.loads(value)
         registry = task_registry()

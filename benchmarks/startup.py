@@ -1,0 +1,108 @@
+"""The default run's fixed cost: `python -m benchmark` (profanity-check on DiaSafety test) in a fresh folder, against a
+short numpy script that computes the same figures and intervals from the same data, side by side; and a rerun of a
+finished run.
+
+    python benchmarks/startup.py [--data-root ../shared/data] [--repeats 5]
+
+Each is a new process, timed from its start to its exit; the median of --repeats runs is printed with the ratio to
+the script. The script reads the same file, asks the same classifier the same texts and computes macro F1,
+accuracy, the coarse macro F1 and unsafe F1 with 1,000 bootstrap resamples, the per-class and per-category figures,
+and writes them as JSON; its macro F1 is printed beside the card's, to show they are the same figures. The suite
+also checks the data against its pin, keeps every sample on disk, caches answers and writes a card. Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+SCRIPT = r"""
+import json, sys
+import numpy as np
+from profanity_check import predict_prob
+
+rows = json.load(open(sys.argv[1] + "/diasafety/test.json"))
+labels = ["Safe", "Offending User", "Risk Ignorance", "Unauthorized Expertise", "Toxicity Agreement", "Biased Opinion"]
+gold = np.array([labels.index(r["category"]) if r["label"] == "Unsafe" else 0 for r in rows])
+unsafe = predict_prob([r["response"] for r in rows]) > 0.5
+pred = np.where(unsafe, len(labels), 0)  # "Unsafe" names no category: counted as no class of the six
+k = len(labels) + 1
+
+def scores(g, p):
+    conf = np.bincount(g * k + p, minlength=k * k).reshape(k, k)[:len(labels)]
+    tp = np.diag(conf[:, :len(labels)])
+    precision = tp / np.maximum(conf[:, :len(labels)].sum(0), 1)
+    recall = tp / np.maximum(conf.sum(1), 1)
+    f1 = np.where(precision + recall > 0, 2 * precision * recall / np.maximum(precision + recall, 1e-12), 0)
+    cg, cp = g > 0, p > 0
+    ctp, cfp, cfn = (cg & cp).sum(), (~cg & cp).sum(), (cg & ~cp).sum()
+    ctn = len(g) - ctp - cfp - cfn
+    uf1 = 2 * ctp / max(2 * ctp + cfp + cfn, 1)
+    sf1 = 2 * ctn / max(2 * ctn + cfn + cfp, 1)
+    return {"macro_f1": f1.mean(), "accuracy": (g == p).mean(), "coarse_macro_f1": (uf1 + sf1) / 2,
+            "coarse_unsafe_f1": uf1, "per_class": dict(zip(labels, f1.tolist()))}
+
+point = scores(gold, pred)
+rng = np.random.default_rng(1234)
+draws = [scores(gold[i], pred[i]) for i in rng.integers(0, len(gold), (1000, len(gold)))]
+out = {m: {"value": float(point[m]), "ci_low": float(np.percentile([d[m] for d in draws], 2.5)),
+           "ci_high": float(np.percentile([d[m] for d in draws], 97.5))}
+       for m in ("macro_f1", "accuracy", "coarse_macro_f1", "coarse_unsafe_f1")}
+cats = np.array([r["category"] for r in rows])
+out["by_category"] = {c: {"n": int((cats == c).sum()), "accuracy": float((gold == pred)[cats == c].mean())}
+                      for c in sorted(set(cats))}
+out["per_class"] = point["per_class"]
+json.dump(out, open(sys.argv[2], "w"))
+"""
+
+
+def timed(cmd: list[str], cwd: Path, env: dict) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, env=env, check=True, capture_output=True)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--data-root", default=os.environ.get("BENCHMARK_DATA_ROOT") or str(REPO.parent / "shared" / "data"))
+    p.add_argument("--repeats", type=int, default=5)
+    args = p.parse_args()
+    data_root = str(Path(args.data_root).resolve())
+    env = {**os.environ, "BENCHMARK_DATA_ROOT": data_root, "HF_HUB_OFFLINE": "1"}
+    suite = [sys.executable, "-m", "benchmark", "progress=false"]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        script_out = tmp / "figures.json"
+        runs, script, reruns = [], [], []
+        for i in range(args.repeats):  # interleaved, so that a busier moment falls on both
+            folder = tmp / f"fresh{i}"
+            folder.mkdir()
+            runs.append(timed(suite, folder, env))
+            script.append(timed([sys.executable, "-c", SCRIPT, data_root, str(script_out)], tmp, env))
+            reruns.append(timed(suite, folder, env))
+        card = json.loads(next((tmp / "fresh0" / "results").rglob("scorecard.json")).read_text())
+        figures = json.loads(script_out.read_text())
+    base = statistics.median(script)
+    print(f"{'':38} {'median s':>9} {'runs':>28} {'÷ script':>9}")
+    for name, times in (("numpy script (same figures, same data)", script), ("python -m benchmark, fresh folder", runs),
+                        ("python -m benchmark, rerun", reruns)):
+        print(f"{name:38} {statistics.median(times):9.2f} {' '.join(f'{t:.2f}' for t in times):>28} "
+              f"{statistics.median(times) / base:8.2f}×")
+    m = card["metrics"]["macro_f1"]
+    s = figures["macro_f1"]
+    print(f"\nmacro F1: card {100 * m['value']:.2f} [{100 * m['ci_low']:.2f}, {100 * m['ci_high']:.2f}], "
+          f"script {100 * s['value']:.2f} [{100 * s['ci_low']:.2f}, {100 * s['ci_high']:.2f}]")
+    print("goals: the fresh run within 1.2× the script; a rerun under 1 s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""The leaderboard's charts as Vega-Lite specs (plain dicts for `st.vega_lite_chart`): no chart library to import
+or to validate a spec through, which would cost the first visitor of a fresh server a second."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+CHART_MODELS = 30  # models per panel of the headline chart: more are not readable, and cost the page seconds
+
+
+def _field(name: str, kind: str = "quantitative", **more) -> dict:
+    return {"field": name, "type": kind, **more}
+
+
+def _tooltip(*names: str) -> list[dict]:
+    return [_field(n, "nominal") if n in ("model", "group", "turn") else _field(n, format=".1f") for n in names]
+
+
+def headline_chart(points: pd.DataFrame) -> dict:
+    """One panel per task: the best models' headlines with their 95% CIs, the best at the top."""
+    panels, datasets = [], {}
+    for i, ((task, column), part) in enumerate(points.groupby(["task", "column"], sort=True)):
+        part = part.sort_values("value", ascending=part["better"].iloc[0] == "lower").head(CHART_MODELS)
+        datasets[f"panel{i}"] = part.reset_index(drop=True)
+        # a fixed width: a concatenation cannot take the page's width, and "container" would overflow it by the labels
+        panels.append({
+            "title": column, "width": 560, "data": {"name": f"panel{i}"},
+            "encoding": {"y": _field("model", "nominal", sort=part["model"].tolist(), title=None,
+                                     axis={"labelLimit": 240}),
+                         "tooltip": _tooltip("model", "value", "ci_low", "ci_high")},
+            "layer": [{"mark": {"type": "rule", "strokeWidth": 2},
+                       "encoding": {"x": _field("ci_low", title=None), "x2": {"field": "ci_high"}}},
+                      {"mark": {"type": "point", "filled": True, "size": 60}, "encoding": {"x": _field("value")}}]})
+    return {"title": f"Each model's headline with its 95% CI, by task (the best {CHART_MODELS} of each task where "
+                     "there are more)", "datasets": datasets, "vconcat": panels}
+
+
+def bars(frame: pd.DataFrame, title: str) -> dict:
+    """One panel per group, a bar per model with its CI as a whisker (a whisker over an x-offset bar would sit at
+    the bar's edge, so the groups are facets)."""
+    encoding = {"x": _field("model", "nominal", title=None, axis={"labels": False, "ticks": False}),
+                "color": _field("model", "nominal", title="model"),
+                "tooltip": _tooltip("model", "group", "value", "ci_low", "ci_high")}
+    layers = [{"mark": "bar", "encoding": {**encoding, "y": _field("value", title="%")}}]
+    if frame["ci_low"].notna().any():
+        layers.append({"mark": {"type": "rule", "strokeWidth": 2},
+                       "encoding": {**encoding, "y": _field("ci_low"), "y2": {"field": "ci_high"},
+                                    "color": {"value": "black"}}})
+    return {"title": title, "datasets": {"groups": frame.reset_index(drop=True)}, "data": {"name": "groups"},
+            "facet": {"column": _field("group", "nominal", title=None, sort=None,
+                                       header={"labelOrient": "bottom", "labelAngle": -30, "labelAlign": "right"})},
+            "spec": {"width": max(40, 14 * frame["model"].nunique()), "layer": layers}}
+
+
+def curve(frame: pd.DataFrame, title: str) -> dict:
+    """Activation by turn; a group that is not a turn number is left out."""
+    frame = frame.assign(turn=pd.to_numeric(frame["group"], errors="coerce")).dropna(subset=["turn"])
+    encoding = {"x": _field("turn", title="turn", axis={"tickMinStep": 1}),
+                "color": _field("model", "nominal", title="model")}
+    return {"title": title, "datasets": {"turns": frame.reset_index(drop=True)}, "data": {"name": "turns"},
+            "layer": [{"mark": {"type": "area", "opacity": 0.15},
+                       "encoding": {**encoding, "y": _field("ci_low"), "y2": {"field": "ci_high"}}},
+                      {"mark": {"type": "line", "point": True},
+                       "encoding": {**encoding, "y": _field("value", title="activated by this turn (%)"),
+                                    "tooltip": _tooltip("model", "turn", "value")}}]}
+
+
+def family_title(by: str, task: dict) -> str:
+    """What one breakdown family shows (`by` is a submitted metric's field or a question's name)."""
+    if by == "by_turn":
+        return f"{task['headline']}: activation by turn"
+    if by == "class F1":
+        return "F1 per class (no CI in the card)"
+    if by.endswith(" · class F1"):
+        return f"{by.removesuffix(' · class F1')}: F1 per class (no CI in the card)"
+    return f"{task['headline']} by {by}"
+
+
+def family_chart(part: pd.DataFrame, by: str, task: dict, prefix: str = "") -> dict:
+    """One breakdown family's chart: activation by turn as a curve, every other family as bars."""
+    title = prefix + family_title(by, task)
+    return curve(part, title) if by == "by_turn" else bars(part, title)

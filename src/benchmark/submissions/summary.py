@@ -1,0 +1,100 @@
+"""What a board's overview shows of an accepted score card, as one small typed record.
+
+A summary is made from a card that passed every check, and kept with the check's results (checked.py): a board
+with thousands of cards builds its overview from the summaries and reads a card whole only when a page shows more
+of it (its breakdowns, its samples).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric of a card: a share (no unit) or a value in its unit, with its 95% interval."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    unit: str | None = None
+
+    @property
+    def is_share(self) -> bool:
+        return self.unit is None
+
+
+@dataclass(frozen=True)
+class JudgeQuality:
+    """The card's judging procedure against human labels, from the card's own outcome on its labelled set
+    (validation checks that those labels are the set's); percentages, and Youden's J as a fraction."""
+
+    set: str
+    n: int
+    precision: float
+    recall: float
+    f1: float
+    youden: float
+
+    @classmethod
+    def of(cls, outcome: dict) -> JudgeQuality:
+        gold, flag = outcome["gold"], outcome["flagged"]
+        g, f = int(gold or "0", 2), int(flag or "0", 2)  # one bit per labelled item: counted whole, not item by item
+        tp, fp, fn = (g & f).bit_count(), (~g & f).bit_count(), (g & ~f).bit_count()
+        tn = len(gold) - tp - fp - fn
+        precision, recall = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
+        return cls(set=outcome["set"], n=len(gold), precision=100 * precision, recall=100 * recall,
+                   f1=100 * (2 * precision * recall / (precision + recall) if precision + recall else 0.0),
+                   youden=recall + tn / max(tn + fp, 1) - 1)
+
+    def text(self) -> str:
+        return f"F1 {self.f1:.1f} (P {self.precision:.1f}, R {self.recall:.1f}) on {self.set}"
+
+
+MODEL_KINDS = ["LLM", "classifier", "recorded answers", "other"]
+
+
+def model_kind(backend) -> str:
+    """What kind of model a card measures, from its backend: a language model run by the suite, a classifier, or
+    recorded answers replayed (a chatbot's published generations, an LLM's recorded predictions)."""
+    from ..models.registry import BUILTIN, LMEVAL_PREFIX
+
+    module = BUILTIN.get(backend, "").partition(":")[0]
+    if module.endswith(".lmeval") or str(backend).startswith(LMEVAL_PREFIX):
+        return "LLM"
+    if module.endswith(".replay"):
+        return "recorded answers"
+    return "classifier" if module else "other"
+
+
+@dataclass(frozen=True)
+class Summary:
+    model: str
+    task: str
+    n: int
+    metadata: dict  # the model config's public metadata (organisation, parameters, open_weights, ...)
+    backend: str | None
+    kind: str  # one of MODEL_KINDS
+    metrics: dict[str, Metric]
+    verified: bool
+    judge: JudgeQuality | None
+
+    @classmethod
+    def of(cls, card: dict) -> Summary:
+        outcome = card.get("judging_validation")
+        return cls(model=card["model"]["name"], task=card["task"]["name"], n=card["dataset"]["n"],
+                   metadata=dict(card["model"].get("metadata") or {}),
+                   backend=(card["model"].get("config") or {}).get("backend"),
+                   kind=model_kind((card["model"].get("config") or {}).get("backend")),
+                   metrics={name: Metric(m["value"], m["ci_low"], m["ci_high"], m.get("unit"))
+                            for name, m in card["metrics"].items()},
+                   verified=bool((card.get("verification") or {}).get("verified")),
+                   judge=JudgeQuality.of(outcome) if isinstance(outcome, dict) else None)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Summary:
+        return cls(**{**data, "metrics": {k: Metric(**m) for k, m in data["metrics"].items()},
+                      "judge": JudgeQuality(**data["judge"]) if data["judge"] is not None else None})
