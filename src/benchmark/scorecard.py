@@ -103,6 +103,7 @@ def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, sta
                          "config": OmegaConf.to_container(attacker_cfg, resolve=True),
                          **_weights(plan.weights["attacker"])}} if attacker_cfg else {}),
         **({"judging_validation": done.validation} if done.validation is not None else {}),
+        "metrics_version": plan.kind.metrics_version(),
         "metrics": metrics,
         "breakdown": breakdown,
         "run": {

@@ -23,8 +23,23 @@ class Roles:
     attacker: Any = None
 
 
+@dataclass(frozen=True)
+class MetricSpec:
+    """A metric a kind added after its first metrics version: the metric names it covers (an fnmatch pattern, e.g.
+    "balanced_accuracy" or "*.balanced_accuracy" for every question's), the version that added it, which way is
+    better, its unit (None: a share) and how it is computed. A card records the version it was scored under;
+    validation compares only the metrics that version has, so adding a metric rejects no published card."""
+
+    pattern: str
+    since: int
+    better: str = "higher"
+    unit: str | None = None
+    about: str = ""
+
+
 class Kind(ABC):
     name: str  # the `kind:` a task file names
+    added_metrics: tuple[MetricSpec, ...] = ()  # metrics added since version 1 (every other metric is version 1's)
     reference_fields: tuple[str, ...] = ()  # the sample fields that come from the task's data alone
     judge_steps: list[str] = []  # the judging steps whose judges the run loads (a judge panel answers them)
     needs_attacker: bool = False  # a dialogue attack: the run loads an attacker model too
@@ -83,6 +98,18 @@ class Kind(ABC):
         return []
 
     # --- scores -------------------------------------------------------------------------------------------
+    @classmethod
+    def metrics_version(cls) -> int:
+        """The version of the kind's metrics a new card is scored under."""
+        return max((m.since for m in cls.added_metrics), default=1)
+
+    @classmethod
+    def in_version(cls, metric: str, version: int) -> bool:
+        """Whether a card scored under `version` has the metric of this name."""
+        from fnmatch import fnmatchcase
+
+        return all(m.since <= version for m in cls.added_metrics if fnmatchcase(metric, m.pattern))
+
     @abstractmethod
     def score(self, samples: list[dict], resamples: int, seed: int,
               validation: dict | None = None) -> tuple[dict, dict]:

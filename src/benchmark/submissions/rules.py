@@ -387,7 +387,14 @@ def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root
                                                        f"{card['samples']['n']} (dataset.n {card['dataset']['n']})"))
     if problems or given.late:
         return problems or placed(given.late)
-    metrics = given.metrics
+    from ..kinds import kind_class
+
+    version = card.get("metrics_version", 1)
+    kind = kind_class(card["task"]["kind"])
+    if version > kind.metrics_version():
+        return [Problem(where, "metrics_version", f"{version!r:.20}: the kind {kind.name} has metrics versions 1 to "
+                                                  f"{kind.metrics_version()}")]
+    metrics = {name: m for name, m in given.metrics.items() if kind.in_version(name, version)}
     for name in sorted(set(metrics) | set(card["metrics"])):
         mine, theirs = metrics.get(name), card["metrics"].get(name)
         if mine is None or theirs is None:
