@@ -21,12 +21,14 @@ def completion(text: str) -> dict:
 
 class FakeChatServer:
     """Answers request n (0-based, in arrival order) as `plan(n, body, attempt)` says (attempt: 1 + how many times
-    the same body came before): {"status", "headers", "delay", "text"}; the default is a chat completion saying
-    "Safe". Records every request's arrival time and body, and the most requests it held at once."""
+    the same body came before): {"status", "headers", "delay", "text", "hang"}; the default is a chat completion
+    saying "Safe". "hang": no answer until the server closes (a timeout, whatever the machine's speed). Records every
+    request's arrival time and body, and the most requests it held at once."""
 
     def __init__(self, plan=lambda n, body, attempt: {}):
         self.plan, self.requests, self.headers, self.lock = plan, [], [], threading.Lock()
         self.in_flight = self.max_in_flight = 0
+        self.closing = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -41,6 +43,8 @@ class FakeChatServer:
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
                     action = {"status": 200, "headers": {}, "delay": 0.0, "text": "Safe", **server.plan(n, body, attempt)}
+                    if action.get("hang"):
+                        server.closing.wait()
                     time.sleep(action["delay"])
                     status = action["status"]
                     data = json.dumps(action["raw"] if "raw" in action else completion(action["text"]) if status == 200
@@ -67,6 +71,7 @@ class FakeChatServer:
         self.thread.start()
 
     def close(self):
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -121,7 +126,7 @@ def test_timeouts_are_retried(compose, fake_api, data_root):
 
     def plan(n, body, attempt):
         role = roles.setdefault(json.dumps(body, sort_keys=True), len(roles))
-        return {"delay": 2.0} if role == 1 or attempt == 1 else {}
+        return {"hang": True} if role == 1 or attempt == 1 else {}
 
     server = fake_api(plan)
     card, path = run(compose(*api(server, "model.timeout=1", "model.max_retries=1"), "limit=2"))

@@ -160,6 +160,21 @@ def test_a_card_read_after_its_check_must_be_the_bytes_checked(tmp_path):
         card.card
 
 
+def test_a_folder_keeps_one_result_however_often_it_changes(tmp_path):
+    import sqlite3
+
+    folder = _published(tmp_path / "subs")
+    store_path = tmp_path / "checks.sqlite"
+    for value in (0.5, 0.6, 0.7):  # each a change that is checked again (and rejected: the samples say otherwise)
+        card = json.loads((folder / "diasafety.json").read_text())
+        card["metrics"]["macro_f1"]["value"] = value
+        (folder / "diasafety.json").write_text(json.dumps(card))
+        loaded = S.load(tmp_path / "subs", thorough=True, store=CheckStore(store_path))
+        assert any("metrics.macro_f1" in str(p) for p in loaded.rejected)
+    rows = sqlite3.connect(store_path).execute("SELECT key FROM folders").fetchall()
+    assert sorted(k.split(" ")[0] for (k,) in rows) == ["folder", "root"]  # one slot each, the newest result
+
+
 @pytest.mark.parametrize("damage", ["not a database", "a folder"])
 def test_a_store_that_cannot_be_opened_names_its_file(tmp_path, damage):
     from benchmark import BenchmarkError

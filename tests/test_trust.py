@@ -7,7 +7,6 @@ import gzip
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -314,9 +313,7 @@ def test_a_card_that_is_a_symlink_to_an_endless_file_is_rejected_at_once(folder)
     (folder / "diasafety.json").unlink()
     os.symlink("/dev/zero", folder / "diasafety.json")
     _copy_seed_as(folder.parent, "another-model")
-    start = time.perf_counter()
-    loaded = S.load(folder.parent, thorough=True)
-    assert time.perf_counter() - start < 30
+    loaded = S.load(folder.parent, thorough=True)  # never read: it is not a regular file
     assert [c.card["model"]["name"] for c in loaded.cards] == ["another-model"]  # the other folder still loads
     assert any("diasafety.json: not a regular file" in str(p) for p in loaded.rejected)
 
@@ -349,9 +346,7 @@ def test_a_gzip_bomb_of_samples_stops_with_one_problem(folder):
 def test_a_card_with_a_hundred_thousand_metrics_is_one_problem(folder):
     edit_card(folder, lambda card: card["metrics"].update(
         {f"m{i}": {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 1} for i in range(124_000)}))
-    start = time.perf_counter()
-    found = problems_of(folder)
-    assert time.perf_counter() - start < 30
+    found = problems_of(folder)  # one problem from the bound on keys, whatever the machine's speed
     n = len(json.loads((folder / "diasafety.json").read_text())["metrics"])
     assert [p for p in found if "diasafety.json" in p] == [
         f"{folder / 'diasafety.json'}: metrics: {n:,} keys in one object; at most 2,000"]

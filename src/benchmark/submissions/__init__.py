@@ -164,7 +164,8 @@ def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code
         # every model folder the same
         whole = checked.key("root", str(root), [(f.name, f.is_dir(), f.is_symlink()) for f in folders], listings,
                             thorough, allow_remote_code)
-        kept = store.loaded(whole)
+        slot = f"root {thorough:d}{allow_remote_code:d} {root}"
+        kept = store.loaded(slot, whole)
         if kept is not None:
             return kept
     for folder in folders:
@@ -180,7 +181,7 @@ def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code
         out.rejected += one.rejected
     out.rejected = capped(out.rejected)
     if whole is not None:
-        store.keep_loaded(whole, out)
+        store.keep_loaded(slot, whole, out)
     if store is not None:
         store.save()
     return out
@@ -193,12 +194,13 @@ def _kept_folder(folder: Path, listing: list | None, thorough: bool, allow_remot
     changing its own), beside the same names. A board with thousands of folders then reads no file of them."""
     key = None if listing is None else checked.key("folder", str(folder), listing, siblings.like(folder.name),
                                                    thorough, allow_remote_code)
-    kept = store.loaded(key) if key is not None else None
+    slot = f"folder {thorough:d}{allow_remote_code:d} {folder}"
+    kept = store.loaded(slot, key) if key is not None else None
     if kept is not None:
         return kept
     one = load_folder(folder, thorough, allow_remote_code, data_root=data_root, siblings=siblings, store=store)
     if key is not None:
-        store.keep_loaded(key, one)
+        store.keep_loaded(slot, key, one)
     return one
 
 

@@ -160,23 +160,23 @@ class CheckStore:
     def keep_given(self, key: str, given: Given) -> None:
         self._put("given", key, json.dumps(given.__dict__))
 
-    def loaded(self, key: str):
-        """What loading a model folder, or a whole submissions folder, gave (submissions.Loaded), for the key of its
-        entries as they were."""
+    def loaded(self, slot: str, key: str):
+        """What loading a model folder, or a whole submissions folder, gave (submissions.Loaded), kept in its `slot`
+        (one per folder: a folder's newer result replaces its older one) for the key of its entries as they were."""
         from . import Card, Loaded
 
-        value = self._get("folders", key)
-        if value is None:
+        value = self._get("folders", slot)
+        if value is None or value[:len(key) + 1] != key + "\n":
             return None
-        kept = json.loads(value)
+        kept = json.loads(value[len(key) + 1:])
         cards = [Card(Path(c["path"]), None, c["config"], known_panel=(c["panel"],), sha256=c["sha256"],
                       check_key=c["check_key"], summary=Summary.from_json(c["summary"])) for c in kept["cards"]]
         return Loaded(cards=cards, rejected=[Problem(*p) for p in kept["rejected"]])
 
-    def keep_loaded(self, key: str, loaded) -> None:
+    def keep_loaded(self, slot: str, key: str, loaded) -> None:
         if any(c.check_key is None or c.sha256 is None for c in loaded.cards):
             return
-        self._put("folders", key, json.dumps({
+        self._put("folders", slot, key + "\n" + json.dumps({
             "cards": [{"path": str(c.path), "config": c.model_config, "sha256": c.sha256, "check_key": c.check_key,
                        "panel": c.panel, "summary": c.summary.to_json()} for c in loaded.cards],
             "rejected": [[p.path, p.field, p.message] for p in loaded.rejected]}))
