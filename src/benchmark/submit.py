@@ -262,10 +262,10 @@ def _pairs(values: list[str], flag: str) -> dict[str, str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    commands = ("package", "validate", "verify", "pin", "keygen")
-    command = argv.pop(0) if argv and argv[0] in commands else "package"
+COMMANDS = ("package", "validate", "verify", "pin", "keygen")
+
+
+def _parser(command: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"python -m benchmark.submit {command}")
     data_root = os.environ.get("BENCHMARK_DATA_ROOT")
     if command == "package":
@@ -298,42 +298,52 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--key", type=Path, default=os.environ.get("BENCHMARK_VERIFIER_KEY"),
                        help="a verifier's private key: sign the result into the card (default: "
                             "$BENCHMARK_VERIFIER_KEY; without one the result is only printed)")
-    args = p.parse_args(argv)
-    try:
-        if command == "package":
-            out, replaced = package(args.run_dir, args.to, args.data_root, args.replace)
-            if replaced is not None:
-                print(f"replaced the card {replaced} (and its samples)")
-            print(f"packaged {out} (and {out.parent / S.MODEL_FILE}); it validates")
-        elif command == "validate":
-            valid, problems = validate(args.paths, args.allow_remote_code, args.data_root)
-            for problem in problems:
-                print(f"rejected: {problem}")
-            print(f"{valid} valid score card(s), {len(problems)} problem(s)")
-            return 1 if problems or not valid else 0
-        elif command == "pin":
-            from .runner import pins
+    return p
 
-            block = {"pinned": pins(args.task, args.data_root)}
-            print(yaml.safe_dump(block, sort_keys=False, default_flow_style=None), end="")
-        elif command == "keygen":
-            entry = keygen(args.path)
-            print(f"private key written to {args.path}; add this public key to submissions/verifier_keys.json: "
-                  f"{entry}")
-        else:
-            r = verify(args.card, args.n, args.seed, args.data_root, args.min_agreement, args.allow_remote_code,
-                       args.key, _pairs(args.endpoint, "--endpoint"), _pairs(args.key_env, "--key-env"))
-            state = "verified" if r["verified"] else "NOT verified"
-            print(f"{args.card}: {state}: {r['n']} records re-run (seed {r['seed']}), verdicts agree on "
-                  f"{100 * r['verdict_agreement']:.1f}%, outputs identical on {100 * r['output_agreement']:.1f}%, "
-                  f"{r['failed']} failed, {r['reference_mismatches']} with other gold labels, groups or matching, "
-                  f"{r['judgement_mismatches']} judged otherwise on the same outputs"
-                  + ("; signed into the card" if args.key else "; not written (no --key)"))
-            return 0 if r["verified"] else 1
+
+def _command(command: str, args) -> int:
+    if command == "package":
+        out, replaced = package(args.run_dir, args.to, args.data_root, args.replace)
+        if replaced is not None:
+            print(f"replaced the card {replaced} (and its samples)")
+        print(f"packaged {out} (and {out.parent / S.MODEL_FILE}); it validates")
+    elif command == "validate":
+        valid, problems = validate(args.paths, args.allow_remote_code, args.data_root)
+        for problem in problems:
+            print(f"rejected: {problem}")
+        print(f"{valid} valid score card(s), {len(problems)} problem(s)")
+        return 1 if problems or not valid else 0
+    elif command == "pin":
+        from .runner import pins
+
+        block = {"pinned": pins(args.task, args.data_root)}
+        print(yaml.safe_dump(block, sort_keys=False, default_flow_style=None), end="")
+    elif command == "keygen":
+        entry = keygen(args.path)
+        print(f"private key written to {args.path}; add this public key to submissions/verifier_keys.json: "
+              f"{entry}")
+    else:
+        r = verify(args.card, args.n, args.seed, args.data_root, args.min_agreement, args.allow_remote_code,
+                   args.key, _pairs(args.endpoint, "--endpoint"), _pairs(args.key_env, "--key-env"))
+        state = "verified" if r["verified"] else "NOT verified"
+        print(f"{args.card}: {state}: {r['n']} records re-run (seed {r['seed']}), verdicts agree on "
+              f"{100 * r['verdict_agreement']:.1f}%, outputs identical on {100 * r['output_agreement']:.1f}%, "
+              f"{r['failed']} failed, {r['reference_mismatches']} with other gold labels, groups or matching, "
+              f"{r['judgement_mismatches']} judged otherwise on the same outputs"
+              + ("; signed into the card" if args.key else "; not written (no --key)"))
+        return 0 if r["verified"] else 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv.pop(0) if argv and argv[0] in COMMANDS else "package"
+    args = _parser(command).parse_args(argv)
+    try:
+        return _command(command, args)
     except BenchmarkError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    return 0
 
 
 if __name__ == "__main__":

@@ -63,26 +63,32 @@ def _non_string_keys(value: Any, path: str) -> list[str]:
 @functools.lru_cache(maxsize=4096)
 def _config_problems(blob: str, allow_remote_code: bool, prefix: str, types: bool) -> tuple[tuple[str, str], ...]:
     """check_model_config's findings as (field, message), computed once per distinct config."""
-    from ..models.registry import backend_names, known_backend
+    data = json.loads(blob)
+    problems = _shape_problems(data, prefix)
+    if not problems:
+        problems = _value_problems(data, prefix, allow_remote_code, types)
+    return tuple((p.field, p.message) for p in problems)
+
+
+def _shape_problems(data: dict, prefix: str) -> list[Problem]:
+    """No key that names code (_target_), no interpolation, no key the config's dataclass does not have."""
     from ..schema import ModelConfig
 
-    data = json.loads(blob)
-    where = ""
     problems = []
 
     def walk(value, path):
         if isinstance(value, dict):
             for k, v in value.items():
                 if str(k).startswith("_"):
-                    problems.append(Problem(where, f"{path}{k}", "keys starting with _ (such as _target_) are not "
-                                                                   "allowed: a submitted config is data, never code"))
+                    problems.append(Problem("", f"{path}{k}", "keys starting with _ (such as _target_) are not "
+                                                              "allowed: a submitted config is data, never code"))
                 walk(v, f"{path}{k}.")
         elif isinstance(value, list):
             for i, v in enumerate(value):
                 walk(v, f"{path.rstrip('.')}[{i}].")
         elif isinstance(value, str) and "${" in value:
-            problems.append(Problem(where, path.rstrip("."), f"interpolation {value!r} is not allowed: values must be "
-                                                             "literal (no environment variables, no resolvers)"))
+            problems.append(Problem("", path.rstrip("."), f"interpolation {value!r} is not allowed: values must be "
+                                                          "literal (no environment variables, no resolvers)"))
 
     def unknown(value, cls, path):
         if not isinstance(value, dict):
@@ -92,34 +98,39 @@ def _config_problems(blob: str, allow_remote_code: bool, prefix: str, types: boo
             if str(k).startswith("_"):
                 continue  # reported by walk
             if k not in known:
-                problems.append(Problem(where, f"{path}{k}", f"unknown key; {cls.__name__} has "
-                                                             f"{', '.join(sorted(known))}"))
+                problems.append(Problem("", f"{path}{k}", f"unknown key; {cls.__name__} has "
+                                                          f"{', '.join(sorted(known))}"))
             elif known[k] is not None and v is not None:
                 unknown(v, known[k], f"{path}{k}.")
 
     walk(data, prefix)
     unknown(data, ModelConfig, prefix)
-    if problems:
-        return tuple((p.field, p.message) for p in problems)
-    for key in ("name", "backend"):
-        if not data.get(key):
-            problems.append(Problem(where, f"{prefix}{key}", "missing"))
+    return problems
+
+
+def _value_problems(data: dict, prefix: str, allow_remote_code: bool, types: bool) -> list[Problem]:
+    """The name and a known backend, paths inside their folders, allowed backend arguments only, no remote code
+    unless allowed, and (types) every value of its field's type."""
+    from ..models.registry import backend_names, known_backend
+    from ..schema import ModelConfig
+
+    problems = [Problem("", f"{prefix}{key}", "missing") for key in ("name", "backend") if not data.get(key)]
     backend = data.get("backend")
     if backend and not known_backend(backend):
-        problems.append(Problem(where, f"{prefix}backend", f"unknown backend {backend!r}; available: "
-                                                           f"{', '.join(backend_names())}"))
-    problems += _path_problems(data, where, prefix)
+        problems.append(Problem("", f"{prefix}backend", f"unknown backend {backend!r}; available: "
+                                                        f"{', '.join(backend_names())}"))
+    problems += _path_problems(data, "", prefix)
     args = data.get("args")
     if args is not None and not isinstance(args, dict):
-        problems.append(Problem(where, f"{prefix}args", "must be a mapping of backend arguments"))
+        problems.append(Problem("", f"{prefix}args", "must be a mapping of backend arguments"))
         args = {}
     for key in sorted(set(args or {}) - ALLOWED_ARGS - {"trust_remote_code"}):
-        problems.append(Problem(where, f"{prefix}args.{key}", "not allowed in a submitted config; allowed: "
-                                                              f"{', '.join(sorted(ALLOWED_ARGS))}"))
+        problems.append(Problem("", f"{prefix}args.{key}", "not allowed in a submitted config; allowed: "
+                                                           f"{', '.join(sorted(ALLOWED_ARGS))}"))
     remote = data.get("trust_remote_code") not in (None, False) or (args or {}).get("trust_remote_code") not in (
         None, False)
     if remote and not allow_remote_code:
-        problems.append(Problem(where, f"{prefix}trust_remote_code", "true: the model runs code from its repository; "
+        problems.append(Problem("", f"{prefix}trust_remote_code", "true: the model runs code from its repository; "
                                 "a maintainer must review that code and validate with --allow-remote-code"))
     if not problems and types:
         from omegaconf import OmegaConf
@@ -127,10 +138,9 @@ def _config_problems(blob: str, allow_remote_code: bool, prefix: str, types: boo
         try:
             OmegaConf.merge(OmegaConf.structured(ModelConfig), data)
         except Exception as e:  # omegaconf's validation errors name the key and the expected type
-            msg = str(e).splitlines()[0]
             key = getattr(e, "full_key", "") or ""
-            problems.append(Problem(where, f"{prefix}{key}", msg))
-    return tuple((p.field, p.message) for p in problems)
+            problems.append(Problem("", f"{prefix}{key}", str(e).splitlines()[0]))
+    return problems
 
 
 def model_config_node(data: dict):

@@ -243,21 +243,7 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
     if task["name"] not in registry:
         return [Problem(where, "task.name", f"unknown task {task['name']!r}; tasks: {', '.join(sorted(registry))}")]
     known = registry[task["name"]]
-    for key in ("version", "headline", "kind"):
-        if task[key] != known[key]:
-            problems.append(Problem(where, f"task.{key}", f"{task[key]!r}: task {task['name']}'s {key} is "
-                                                          f"{known[key]!r}"))
-    if "config" in task and _essential_task(task["config"]) != _essential_task(known):
-        problems.append(Problem(where, "task.config", f"is not task {task['name']}'s definition"))
-    if task["config_sha256"] != _task_sha256(task["name"]):
-        problems.append(Problem(where, "task.config_sha256", f"is not the hash of task {task['name']}'s definition "
-                                                             "(the card was made with another version of the task)"))
-    if path.name != task["name"] + CARD_SUFFIX:
-        problems.append(Problem(where, "task.name", f"a card for task {task['name']} must be named "
-                                                    f"{task['name']}{CARD_SUFFIX}"))
-    if path.parent.name != card["model"]["name"]:
-        problems.append(Problem(where, "model.name", f"{card['model']['name']!r} is not the folder's name "
-                                                     f"{path.parent.name!r}"))
+    problems += _task_problems(path, card, known, where)
     problems += _pinned_problems(card, known, where)
     problems += _source_problems(card, known, where)
     problems += _validation_problems(card, known, where)
@@ -288,6 +274,27 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
         problems += _samples_problems(samples_path, card, known, where, data_root, store)
     if "verification" in card:
         problems += verification_problems(card, where)
+    return problems
+
+
+def _task_problems(path: Path, card: dict, known: dict, where: str) -> list[Problem]:
+    """The card names its task as the suite defines it, and sits where a card of that task and model must."""
+    task, problems = card["task"], []
+    for key in ("version", "headline", "kind"):
+        if task[key] != known[key]:
+            problems.append(Problem(where, f"task.{key}", f"{task[key]!r}: task {task['name']}'s {key} is "
+                                                          f"{known[key]!r}"))
+    if "config" in task and _essential_task(task["config"]) != _essential_task(known):
+        problems.append(Problem(where, "task.config", f"is not task {task['name']}'s definition"))
+    if task["config_sha256"] != _task_sha256(task["name"]):
+        problems.append(Problem(where, "task.config_sha256", f"is not the hash of task {task['name']}'s definition "
+                                                             "(the card was made with another version of the task)"))
+    if path.name != task["name"] + CARD_SUFFIX:
+        problems.append(Problem(where, "task.name", f"a card for task {task['name']} must be named "
+                                                    f"{task['name']}{CARD_SUFFIX}"))
+    if path.parent.name != card["model"]["name"]:
+        problems.append(Problem(where, "model.name", f"{card['model']['name']!r} is not the folder's name "
+                                                     f"{path.parent.name!r}"))
     return problems
 
 
