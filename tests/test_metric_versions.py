@@ -44,10 +44,13 @@ def balanced_accuracy_added(monkeypatch):
 def test_a_metric_added_to_a_kind_rejects_no_published_card(balanced_accuracy_added):
     if not os.environ.get("BENCHMARK_DATA_ROOT"):
         pytest.skip("BENCHMARK_DATA_ROOT is not set")
-    published = sorted(S.SUBMISSIONS_DIR.glob("*/*.json"))
-    loaded = S.load(S.SUBMISSIONS_DIR, thorough=True, data_root=os.environ["BENCHMARK_DATA_ROOT"])
-    assert [str(p) for p in loaded.rejected] == []
-    assert sorted(c.path for c in loaded.cards) == published
+    # every published card of the kind changed (the others are scored by code the change does not touch)
+    published = sorted(p for p in S.SUBMISSIONS_DIR.glob("*/*.json") if json.loads(p.read_text())["task"]["kind"]
+                       == Classify.name)
+    assert len(published) >= 5
+    for path in published:
+        loaded = S.load_folder(path.parent, True, only=path, data_root=os.environ["BENCHMARK_DATA_ROOT"])
+        assert [str(p) for p in loaded.rejected] == [] and [c.path for c in loaded.cards] == [path]
     assert Classify.metrics_version() == 2 and not Classify.in_version("macro_f1.balanced_accuracy", 1)
 
 
