@@ -424,7 +424,7 @@ def execute(p: Plan) -> Execution:
 
 
 def _ask(p: Plan, cache: ResponseCache) -> Execution:
-    cfg, kind = p.cfg, p.kind
+    cfg = p.cfg
     samples_path = p.run_dir / "samples.jsonl"
     done = {i: s for i, s in read_samples(samples_path, repair=True).items() if s.get("error") is None}
     pending = [r for r in p.items if r["id"] not in done]
@@ -444,58 +444,9 @@ def _ask(p: Plan, cache: ResponseCache) -> Execution:
             out.seconds["loading"] = out.seconds.get("loading", 0.0) + time.perf_counter() - started
         return loaded[key]
 
-    panel: dict = {}
-    validation_path = p.run_dir / "validation.json"
-    out.validation = _read_json(validation_path) if validation_path.exists() else None
-    # a run whose judges.json (or validation.json) is missing, or unmeasured and now asked to measure, measures its
-    # judges again, even when every sample is done
-    unmeasured = cfg.judge_validity and (any(f.get("measured") == NOT_MEASURED for f in out.judge_facts.values())
-                                         or out.validation == NOT_MEASURED)
-    validated = kind.judging_validation is None or validation_path.exists()
-    if pending or (p.judge_cfgs and (not facts_path.exists() or not validated or unmeasured)):
-        panel = {key: CachedModel(backend(j), p.hashes["judges"][key], cache, j, cfg.seed)
-                 for key, j in p.judge_cfgs.items()}
-        if panel:
-            out.judge_facts = {key: _judge_facts(judge, cfg) for key, judge in panel.items()}
-            write_json(facts_path, out.judge_facts)
-        if kind.judging_validation is not None:
-            out.validation = _judging_validation(kind, panel, p, cfg)
-            write_json(validation_path, out.validation)
+    panel = _measured_panel(p, cache, backend, out, pending)
     if pending:
-        progress = Progress(len(pending) * kind.requests_per_record, f"{cfg.model.name} on {cfg.task.name}",
-                            cfg.progress)
-        for key, judge in panel.items():
-            judge.progress, judge.role = progress, f"judge {key}"
-        roles = Roles(model=CachedModel(backend(cfg.model), p.hashes["model"], cache, cfg.model, cfg.seed, progress),
-                      judges={step: [(key, panel[key]) for key in keys] for step, keys in p.voters.items()})
-        if p.attacker_cfg is not None:
-            roles.attacker = CachedModel(backend(p.attacker_cfg), p.hashes["attacker"], cache, p.attacker_cfg,
-                                         cfg.seed, progress, "attacker")
-        spending = Budget(cfg, p.run_dir, {
-            "model": (roles.model, cfg.model),
-            **({"attacker": (roles.attacker, p.attacker_cfg)} if roles.attacker is not None else {}),
-            **{f"judge {key}": (judge, p.judge_cfgs[key]) for key, judge in panel.items()}})
-        try:
-            with open(samples_path, "ab", buffering=0) as log:
-                size = cfg.chunk_size or chunk_size(cfg.model.backend)
-                for start in range(0, len(pending), size):
-                    chunk = pending[start : start + size]
-                    spending.check(len(chunk), sum(r["id"] in done for r in p.items), len(p.items), samples_path)
-                    lines = []
-                    for sample in kind.evaluate(chunk, roles):
-                        lines.append(json.dumps(sample, ensure_ascii=False) + "\n")
-                        done[sample["id"]] = sample
-                    _append(log, "".join(lines).encode("utf-8"), samples_path)
-                    spending.done(len(chunk))
-        finally:
-            progress.close()
-        out.model_calls, out.cache_hits = roles.model.calls, roles.model.hits
-        out.seconds["model"] = roles.model.seconds
-        out.tokens["model"] = roles.model.tokens
-        if roles.attacker is not None:
-            out.attacker_calls = roles.attacker.calls
-            out.seconds["attacker"] = roles.attacker.seconds
-            out.tokens["attacker"] = roles.attacker.tokens
+        _answer(p, pending, done, panel, cache, backend, out)
     if loaded:
         _KEPT.clear()
         _KEPT.update({k: b for k, b in loaded.items() if not b.supports("replay")})  # replays reread their file
@@ -506,6 +457,70 @@ def _ask(p: Plan, cache: ResponseCache) -> Execution:
     out.samples = [done[r["id"]] for r in p.items]
     _write_in_order(samples_path, out.samples)
     return out
+
+
+def _measured_panel(p: Plan, cache: ResponseCache, backend, out: Execution, pending: list) -> dict:
+    """The judges, loaded when records are pending or their measurement is missing (judges.json, validation.json),
+    and measured then; {} when neither."""
+    cfg, kind = p.cfg, p.kind
+    facts_path, validation_path = p.run_dir / "judges.json", p.run_dir / "validation.json"
+    out.validation = _read_json(validation_path) if validation_path.exists() else None
+    # a run whose judges.json (or validation.json) is missing, or unmeasured and now asked to measure, measures its
+    # judges again, even when every sample is done
+    unmeasured = cfg.judge_validity and (any(f.get("measured") == NOT_MEASURED for f in out.judge_facts.values())
+                                         or out.validation == NOT_MEASURED)
+    validated = kind.judging_validation is None or validation_path.exists()
+    if not (pending or (p.judge_cfgs and (not facts_path.exists() or not validated or unmeasured))):
+        return {}
+    panel = {key: CachedModel(backend(j), p.hashes["judges"][key], cache, j, cfg.seed)
+             for key, j in p.judge_cfgs.items()}
+    if panel:
+        out.judge_facts = {key: _judge_facts(judge, cfg) for key, judge in panel.items()}
+        write_json(facts_path, out.judge_facts)
+    if kind.judging_validation is not None:
+        out.validation = _judging_validation(kind, panel, p, cfg)
+        write_json(validation_path, out.validation)
+    return panel
+
+
+def _answer(p: Plan, pending: list, done: dict, panel: dict, cache: ResponseCache, backend, out: Execution) -> None:
+    """Ask the roles for the pending records a chunk at a time, each chunk's samples on disk before the next, within
+    the run's budget; the model's and attacker's calls, seconds and tokens go to `out`."""
+    cfg, kind = p.cfg, p.kind
+    samples_path = p.run_dir / "samples.jsonl"
+    progress = Progress(len(pending) * kind.requests_per_record, f"{cfg.model.name} on {cfg.task.name}", cfg.progress)
+    for key, judge in panel.items():
+        judge.progress, judge.role = progress, f"judge {key}"
+    roles = Roles(model=CachedModel(backend(cfg.model), p.hashes["model"], cache, cfg.model, cfg.seed, progress),
+                  judges={step: [(key, panel[key]) for key in keys] for step, keys in p.voters.items()})
+    if p.attacker_cfg is not None:
+        roles.attacker = CachedModel(backend(p.attacker_cfg), p.hashes["attacker"], cache, p.attacker_cfg,
+                                     cfg.seed, progress, "attacker")
+    spending = Budget(cfg, p.run_dir, {
+        "model": (roles.model, cfg.model),
+        **({"attacker": (roles.attacker, p.attacker_cfg)} if roles.attacker is not None else {}),
+        **{f"judge {key}": (judge, p.judge_cfgs[key]) for key, judge in panel.items()}})
+    try:
+        with open(samples_path, "ab", buffering=0) as log:
+            size = cfg.chunk_size or chunk_size(cfg.model.backend)
+            for start in range(0, len(pending), size):
+                chunk = pending[start : start + size]
+                spending.check(len(chunk), sum(r["id"] in done for r in p.items), len(p.items), samples_path)
+                lines = []
+                for sample in kind.evaluate(chunk, roles):
+                    lines.append(json.dumps(sample, ensure_ascii=False) + "\n")
+                    done[sample["id"]] = sample
+                _append(log, "".join(lines).encode("utf-8"), samples_path)
+                spending.done(len(chunk))
+    finally:
+        progress.close()
+    out.model_calls, out.cache_hits = roles.model.calls, roles.model.hits
+    out.seconds["model"] = roles.model.seconds
+    out.tokens["model"] = roles.model.tokens
+    if roles.attacker is not None:
+        out.attacker_calls = roles.attacker.calls
+        out.seconds["attacker"] = roles.attacker.seconds
+        out.tokens["attacker"] = roles.attacker.tokens
 
 
 def _write_in_order(path: Path, samples: list[dict]) -> None:
