@@ -169,11 +169,8 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
     configs (a fresh cache: the models really answer; endpoints and keys the verifier's own) and compare outputs,
     verdicts, gold labels and groups with the submitted samples. With a verifier's private key the result is signed
     and written into the card as `verification`; without one it is only returned."""
-    from omegaconf import OmegaConf, open_dict
-
     from .kinds import make_kind
     from .runner import read_samples, run
-    from .schema import JudgeConfig, compose
 
     loaded = S.load_folder(card_path.parent, True, allow_remote_code, only=card_path, data_root=data_root)
     if loaded.rejected:
@@ -189,60 +186,16 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
     ids = random.Random(seed).sample(sorted(submitted), min(n, len(submitted)))
 
     with tempfile.TemporaryDirectory(prefix="verify-") as tmp:
-        cfg = compose([f"task={card['task']['name']}", f"output_dir={tmp}/run", f"cache_dir={tmp}/cache",
-                       f"seed={card['run']['seed']}", "bootstrap=10", "progress=false",
-                       f"judge_validity={str(card.get('judging_validation') is not None).lower()}",
-                       f"allow_remote_code={allow_remote_code}"])
-        with open_dict(cfg):
-            cfg.data_root = data_root
-            cfg.ids = ids
-            cfg.model = model_config_node(configs["model"])
-            if card.get("judges"):
-                voters: dict[str, list[str]] = {}
-                for j in card["judges"]:
-                    voters.setdefault(j["step"], []).append(j["voter"])
-                cfg.judge = OmegaConf.merge(OmegaConf.structured(JudgeConfig), {
-                    "name": "as submitted", "voters": voters,
-                    "models": {j["voter"]: OmegaConf.to_container(model_config_node(configs[j["voter"]]))
-                               for j in card["judges"]}})
-            if card.get("attacker"):
-                cfg.attacker = model_config_node(configs["attacker"])
+        cfg = _rerun_config(card, configs, ids, Path(tmp), data_root, allow_remote_code)
         rerun_card, rerun_path = run(cfg)
         kind = make_kind(cfg.task, cfg.model)
         # compared as submitted: the data set's texts hashed
         own = task_strings(card["task"].get("config"))
         rerun = {i: strip_sample(s, own) for i, s in read_samples(rerun_path.parent / "samples.jsonl").items()}
 
-    compared = [i for i in ids if not submitted[i].get("error") and not rerun[i].get("error")]
-    same_output = sum(kind.outputs(submitted[i]) == kind.outputs(rerun[i]) for i in compared)
-    disagreeing = [i for i in compared if kind.verdicts(submitted[i]) != kind.verdicts(rerun[i])]
-    same_verdict = len(compared) - len(disagreeing)
-    # the judges are deterministic: on the outputs both runs gave, they must have voted the same
-    misjudged = [i for i in compared if kind.outputs(submitted[i]) == kind.outputs(rerun[i])
-                 and kind.judgements(submitted[i]) != kind.judgements(rerun[i])]
-    # a replay's record matched or not is the recorded file's to say, as gold labels are the data's
-    other_reference = [i for i in ids if any(submitted[i].get(f) != rerun[i].get(f)
-                                             for f in (*kind.reference_fields, "unmatched"))]
-    agreement = same_verdict / len(compared) if compared else 0.0
-    # the judges' flags on their labelled set decide the corrected rate: the verifier's judges must give the same
-    claimed, measured = card.get("judging_validation"), rerun_card.get("judging_validation")
-    judges_agree = claimed is None or (isinstance(claimed, dict) and isinstance(measured, dict)
-                                       and claimed["flagged"] == measured["flagged"])
-    result = {
-        "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "by": f"benchmark {__version__} (python -m benchmark.submit verify)",
-        "seed": seed,
-        "n": len(ids),
-        "failed": len(ids) - len(compared),
-        "verdict_agreement": round(agreement, 4),
-        "output_agreement": round(same_output / len(compared), 4) if compared else 0.0,
-        "reference_mismatches": len(other_reference),
-        "judgement_mismatches": len(misjudged),
-        **({"judging_validation_agrees": judges_agree} if claimed is not None else {}),
-        "min_agreement": min_agreement,
-        "disagreeing_ids": disagreeing[:20],
-        **({"misjudged_ids": misjudged[:20]} if misjudged else {}),
-    }
+    result = {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "by": f"benchmark {__version__} (python -m benchmark.submit verify)", "seed": seed,
+              **_compared(kind, ids, submitted, rerun, card, rerun_card), "min_agreement": min_agreement}
     result = {"verified": verified_from(result), **result}
     card = {k: v for k, v in card.items() if k != "verification"}
     result["card_sha256"] = card_sha256(card)
@@ -250,6 +203,64 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
         card["verification"] = result = sign(card, result, key)
         write_json(card_path, card)
     return result
+
+
+def _rerun_config(card: dict, configs: dict, ids: list[str], tmp: Path, data_root: str | None,
+                  allow_remote_code: bool):
+    """The run that re-asks the card's models for the chosen records: the card's task, seed and configs (with the
+    verifier's endpoints), a fresh cache."""
+    from omegaconf import OmegaConf, open_dict
+
+    from .schema import JudgeConfig, compose
+
+    cfg = compose([f"task={card['task']['name']}", f"output_dir={tmp}/run", f"cache_dir={tmp}/cache",
+                   f"seed={card['run']['seed']}", "bootstrap=10", "progress=false",
+                   f"judge_validity={str(card.get('judging_validation') is not None).lower()}",
+                   f"allow_remote_code={allow_remote_code}"])
+    with open_dict(cfg):
+        cfg.data_root = data_root
+        cfg.ids = ids
+        cfg.model = model_config_node(configs["model"])
+        if card.get("judges"):
+            voters: dict[str, list[str]] = {}
+            for j in card["judges"]:
+                voters.setdefault(j["step"], []).append(j["voter"])
+            cfg.judge = OmegaConf.merge(OmegaConf.structured(JudgeConfig), {
+                "name": "as submitted", "voters": voters,
+                "models": {j["voter"]: OmegaConf.to_container(model_config_node(configs[j["voter"]]))
+                           for j in card["judges"]}})
+        if card.get("attacker"):
+            cfg.attacker = model_config_node(configs["attacker"])
+    return cfg
+
+
+def _compared(kind, ids: list[str], submitted: dict, rerun: dict, card: dict, rerun_card: dict) -> dict:
+    """How the re-run agrees with the submitted samples: verdicts, outputs, gold labels and groups, the judges' votes
+    on the same outputs and on their labelled set."""
+    compared = [i for i in ids if not submitted[i].get("error") and not rerun[i].get("error")]
+    same_output = sum(kind.outputs(submitted[i]) == kind.outputs(rerun[i]) for i in compared)
+    disagreeing = [i for i in compared if kind.verdicts(submitted[i]) != kind.verdicts(rerun[i])]
+    # the judges are deterministic: on the outputs both runs gave, they must have voted the same
+    misjudged = [i for i in compared if kind.outputs(submitted[i]) == kind.outputs(rerun[i])
+                 and kind.judgements(submitted[i]) != kind.judgements(rerun[i])]
+    # a replay's record matched or not is the recorded file's to say, as gold labels are the data's
+    other_reference = [i for i in ids if any(submitted[i].get(f) != rerun[i].get(f)
+                                             for f in (*kind.reference_fields, "unmatched"))]
+    # the judges' flags on their labelled set decide the corrected rate: the verifier's judges must give the same
+    claimed, measured = card.get("judging_validation"), rerun_card.get("judging_validation")
+    judges_agree = claimed is None or (isinstance(claimed, dict) and isinstance(measured, dict)
+                                       and claimed["flagged"] == measured["flagged"])
+    return {
+        "n": len(ids),
+        "failed": len(ids) - len(compared),
+        "verdict_agreement": round((len(compared) - len(disagreeing)) / len(compared), 4) if compared else 0.0,
+        "output_agreement": round(same_output / len(compared), 4) if compared else 0.0,
+        "reference_mismatches": len(other_reference),
+        "judgement_mismatches": len(misjudged),
+        **({"judging_validation_agrees": judges_agree} if claimed is not None else {}),
+        "disagreeing_ids": disagreeing[:20],
+        **({"misjudged_ids": misjudged[:20]} if misjudged else {}),
+    }
 
 
 def _pairs(values: list[str], flag: str) -> dict[str, str]:
