@@ -117,6 +117,15 @@ def macro_f1(gold, pred, labels) -> float:
     return float(M.macro_f1(np.asarray(gold)[None], np.asarray(pred)[None], len(labels))[0])
 
 
+def _save_resume(path: Path, state: dict) -> None:
+    """The training's whole state after an epoch, replaced in one step (a kill mid-write leaves the last one)."""
+    import torch
+
+    tmp = path.with_name(f".resume.{os.getpid()}.tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
 class Trainer:
     def __init__(self, cfg, tokenizer, encoder_path: str, log, say):
         self.cfg, self.tokenizer, self.encoder_path, self.log, self.say = cfg, tokenizer, encoder_path, log, say
@@ -131,11 +140,9 @@ class Trainer:
         whole state is saved beside it (`.resume.pt`), so a killed training resumes from the last finished epoch and
         ends with the same weights as one that was never interrupted; a finished member is not trained again."""
         import torch
-        from tqdm import tqdm
-        from transformers import (
-            AutoModelForSequenceClassification,
-            get_linear_schedule_with_warmup,
-        )
+        from transformers import AutoModelForSequenceClassification
+
+        from .model import logits_of
 
         cfg = self.cfg
         done_path, resume_path = folder / "fit.json", folder / ".resume.pt"
@@ -147,25 +154,10 @@ class Trainer:
             label2id={v: k for k, v in id2label.items()})
         train_ids, val_ids = self._ids(train), self._ids(val)
         labels = torch.tensor([e.label for e in train])
-        lengths = np.array([len(x) for x in train_ids])
         rng = np.random.default_rng(cfg.seed)
         per_epoch = -(-len(train) // cfg.batch_size)
-        steps = cfg.epochs * per_epoch
-        params = [
-            {"params": [p for n, p in model.named_parameters() if not n.endswith("bias") and "LayerNorm" not in n],
-             "weight_decay": cfg.weight_decay},
-            {"params": [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n],
-             "weight_decay": 0.0},
-        ]
-        optimizer = torch.optim.AdamW(params, lr=cfg.lr)
-        schedule = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * steps), steps)
-        class_weight = None
-        if heads > 1:
-            # a head sees its own category in about 1 pair of 5 and N/A in the rest; weighting N/A by
-            # own/N/A gives both sides equal weight, as na_ratio=1 does for a one-vs-all member
-            na = float((labels == E.NA).sum())
-            weight = cfg.na_weight if cfg.na_weight is not None else (labels.numel() - na) / max(na, 1.0)
-            class_weight = torch.tensor([1.0, 1.0, weight])
+        optimizer, schedule = self._optimizer(model, cfg.epochs * per_epoch)
+        class_weight = self._class_weight(labels) if heads > 1 else None
         best, history, first = -1.0, [], 1
         if resume_path.is_file():
             state = torch.load(resume_path, weights_only=False)
@@ -177,34 +169,11 @@ class Trainer:
             best, history, first = state["best"], state["history"], state["epoch"] + 1
             self.say(f"{name}: resuming after epoch {state['epoch']} of {cfg.epochs}")
         for epoch in range(first, cfg.epochs + 1):
-            model.train()
-            started, losses = time.perf_counter(), []
-            bar = tqdm(total=per_epoch, desc=f"{name} epoch {epoch}/{cfg.epochs}", unit="batch", leave=False,
-                       disable=not cfg.progress)
-            for step, batch in enumerate(grouped_batches(lengths, cfg.batch_size, rng, cfg.length_grouped), 1):
-                enc = collate(self.tokenizer, [train_ids[i] for i in batch])
-                logits = model(**enc).logits
-                y = labels[batch]
-                if heads > 1:  # one 3-way softmax per category head
-                    loss = torch.nn.functional.cross_entropy(logits.view(-1, 3), y.view(-1), weight=class_weight)
-                else:
-                    loss = torch.nn.functional.cross_entropy(logits, y)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimizer.step()
-                schedule.step()
-                optimizer.zero_grad()
-                losses.append(loss.item())
-                bar.update(1)
-                bar.set_postfix(loss=f"{np.mean(losses[-cfg.log_every:]):.3f}")
-                if step % cfg.log_every == 0:
-                    self.log({"model": name, "epoch": epoch, "step": step, "loss": float(np.mean(losses[-cfg.log_every:])),
-                              "lr": schedule.get_last_lr()[0]})
-            bar.close()
+            started = time.perf_counter()
+            losses = self._epoch(name, epoch, model, optimizer, schedule, train_ids, labels, rng, heads,
+                                 class_weight, per_epoch)
             seconds = time.perf_counter() - started
             model.eval()
-            from .model import logits_of
-
             score = select(logits_of(model, self.tokenizer, val_ids, cfg.batch_size * 2))
             record = {"model": name, "epoch": epoch, "train_loss": float(np.mean(losses)), score_name: score,
                       "epoch_seconds": round(seconds, 1), "examples": len(train)}
@@ -217,17 +186,103 @@ class Trainer:
                 best = score
                 model.save_pretrained(folder)
                 self.tokenizer.save_pretrained(folder)
-            state = {"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                     "schedule": schedule.state_dict(), "rng": rng.bit_generator.state,
-                     "torch_rng": torch.get_rng_state(), "best": best, "history": history}
-            tmp = resume_path.with_name(f".resume.{os.getpid()}.tmp")
-            torch.save(state, tmp)
-            os.replace(tmp, resume_path)
+            _save_resume(resume_path, {"epoch": epoch, "model": model.state_dict(),
+                                       "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
+                                       "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
+                                       "best": best, "history": history})
         best_epoch = max(history, key=lambda r: r[score_name])["epoch"]
         result = {"best_epoch": best_epoch, score_name: best, "history": history}
         write_json(done_path, result)
         resume_path.unlink()
         return result
+
+    def _optimizer(self, model, steps: int):
+        """AdamW with weight decay on the weights only (not biases, not LayerNorm), and a linear warm-up schedule."""
+        import torch
+        from transformers import get_linear_schedule_with_warmup
+
+        cfg = self.cfg
+        params = [
+            {"params": [p for n, p in model.named_parameters() if not n.endswith("bias") and "LayerNorm" not in n],
+             "weight_decay": cfg.weight_decay},
+            {"params": [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n],
+             "weight_decay": 0.0},
+        ]
+        optimizer = torch.optim.AdamW(params, lr=cfg.lr)
+        return optimizer, get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * steps), steps)
+
+    def _class_weight(self, labels):
+        """A head sees its own category in about 1 pair of 5 and N/A in the rest; weighting N/A by own/N/A gives both
+        sides equal weight, as na_ratio=1 does for a one-vs-all member."""
+        import torch
+
+        na = float((labels == E.NA).sum())
+        weight = self.cfg.na_weight if self.cfg.na_weight is not None else (labels.numel() - na) / max(na, 1.0)
+        return torch.tensor([1.0, 1.0, weight])
+
+    def _epoch(self, name, epoch, model, optimizer, schedule, train_ids, labels, rng, heads, class_weight,
+               per_epoch) -> list[float]:
+        """One pass over the training set in length-grouped batches; the batches' losses."""
+        import torch
+        from tqdm import tqdm
+
+        cfg = self.cfg
+        model.train()
+        losses = []
+        lengths = np.array([len(x) for x in train_ids])
+        bar = tqdm(total=per_epoch, desc=f"{name} epoch {epoch}/{cfg.epochs}", unit="batch", leave=False,
+                   disable=not cfg.progress)
+        for step, batch in enumerate(grouped_batches(lengths, cfg.batch_size, rng, cfg.length_grouped), 1):
+            enc = collate(self.tokenizer, [train_ids[i] for i in batch])
+            logits = model(**enc).logits
+            y = labels[batch]
+            if heads > 1:  # one 3-way softmax per category head
+                loss = torch.nn.functional.cross_entropy(logits.view(-1, 3), y.view(-1), weight=class_weight)
+            else:
+                loss = torch.nn.functional.cross_entropy(logits, y)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad()
+            losses.append(loss.item())
+            bar.update(1)
+            bar.set_postfix(loss=f"{np.mean(losses[-cfg.log_every:]):.3f}")
+            if step % cfg.log_every == 0:
+                self.log({"model": name, "epoch": epoch, "step": step, "loss": float(np.mean(losses[-cfg.log_every:])),
+                          "lr": schedule.get_last_lr()[0]})
+        bar.close()
+        return losses
+
+
+def _fit_design(cfg, trainer: Trainer, train_rows: list, val_rows: list, out: Path) -> dict:
+    """The models of the configured design, each fitted (or its finished fit read back): {member: fit}."""
+    ctx = cfg.with_context
+    val_fine = [FINE_LABELS.index(E.fine_label(r)) for r in val_rows]
+    fit = {}
+    member_labels = dict(enumerate(MEMBER_LABELS))
+    if cfg.design == "one_vs_all":
+        for c in CATEGORIES:
+            val = E.member(val_rows, c, ctx, None, cfg.seed)
+            gold = [e.label for e in val]
+            fit[ABBREVIATIONS[c]] = trainer.fit(
+                ABBREVIATIONS[c], E.member(train_rows, c, ctx, cfg.na_ratio, cfg.seed), val, member_labels, 1,
+                lambda logits, gold=gold: macro_f1(gold, logits.argmax(1), [0, 1, 2]), out / ABBREVIATIONS[c])
+    elif cfg.design == "multiclass":
+        fit["multiclass"] = trainer.fit(
+            "multiclass", E.multiclass(train_rows, ctx), E.multiclass(val_rows, ctx), dict(enumerate(FINE_LABELS)),
+            1, lambda logits: macro_f1(val_fine, logits.argmax(1), list(range(6))), out)
+    else:
+        head_labels = {3 * h + j: f"{ABBREVIATIONS[c]}:{lab}" for h, c in enumerate(CATEGORIES)
+                       for j, lab in enumerate(MEMBER_LABELS)}
+
+        def select(logits):
+            probs = softmax(logits.reshape(len(logits), len(CATEGORIES), 3))
+            return macro_f1(val_fine, [FINE_LABELS.index(x) for x in fine_decision(probs)], list(range(6)))
+
+        fit["multihead"] = trainer.fit("multihead", E.multihead(train_rows, ctx), E.multihead(val_rows, ctx),
+                                       head_labels, len(CATEGORIES), select, out)
+    return fit
 
 
 def train(cfg) -> Path:
@@ -272,36 +327,20 @@ def train(cfg) -> Path:
         if cfg.progress:
             print(line, flush=True)
 
-    ctx = cfg.with_context
-    trainer = Trainer(cfg, tokenizer, encoder_path, log, say)
-    val_fine = [FINE_LABELS.index(E.fine_label(r)) for r in val_rows]
-    fit = {}
-    member_labels = dict(enumerate(MEMBER_LABELS))
-    if cfg.design == "one_vs_all":
-        for c in CATEGORIES:
-            val = E.member(val_rows, c, ctx, None, cfg.seed)
-            gold = [e.label for e in val]
-            fit[ABBREVIATIONS[c]] = trainer.fit(
-                ABBREVIATIONS[c], E.member(train_rows, c, ctx, cfg.na_ratio, cfg.seed), val, member_labels, 1,
-                lambda logits, gold=gold: macro_f1(gold, logits.argmax(1), [0, 1, 2]), out / ABBREVIATIONS[c])
-    elif cfg.design == "multiclass":
-        fit["multiclass"] = trainer.fit(
-            "multiclass", E.multiclass(train_rows, ctx), E.multiclass(val_rows, ctx), dict(enumerate(FINE_LABELS)),
-            1, lambda logits: macro_f1(val_fine, logits.argmax(1), list(range(6))), out)
-    else:
-        head_labels = {3 * h + j: f"{ABBREVIATIONS[c]}:{lab}" for h, c in enumerate(CATEGORIES)
-                       for j, lab in enumerate(MEMBER_LABELS)}
-
-        def select(logits):
-            probs = softmax(logits.reshape(len(logits), len(CATEGORIES), 3))
-            return macro_f1(val_fine, [FINE_LABELS.index(x) for x in fine_decision(probs)], list(range(6)))
-
-        fit["multihead"] = trainer.fit("multihead", E.multihead(train_rows, ctx), E.multihead(val_rows, ctx),
-                                       head_labels, len(CATEGORIES), select, out)
+    fit = _fit_design(cfg, Trainer(cfg, tokenizer, encoder_path, log, say), train_rows, val_rows, out)
     log_file.close()
-    manifest = {
+    write_json(out / MANIFEST, _manifest(cfg, out, fit, train_rows, val_rows))
+    for leftover in [*out.rglob("fit.json"), begun]:
+        leftover.unlink()
+    return out
+
+
+def _manifest(cfg, out: Path, fit: dict, train_rows: list, val_rows: list) -> dict:
+    import torch
+
+    return {
         "design": cfg.design,
-        "with_context": ctx,
+        "with_context": cfg.with_context,
         "max_length": cfg.max_length,
         "encoder": cfg.encoder,
         "categories": CATEGORIES,
@@ -313,7 +352,3 @@ def train(cfg) -> Path:
         "cpu_count": os.cpu_count(),
         "benchmark_version": __version__,
     }
-    write_json(out / MANIFEST, manifest)
-    for leftover in [*out.rglob("fit.json"), begun]:
-        leftover.unlink()
-    return out
