@@ -98,3 +98,13 @@ def test_no_module_imports_one_that_imports_it_back():
         module = ".".join(path.relative_to(SRC.parent).with_suffix("").parts).removesuffix(".__init__")
         graph[module] = _imports(path, "benchmark")
     assert cycles(graph) == []
+
+
+def test_no_function_of_the_suite_is_over_sixty_lines():
+    import ast
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    long = [f"{path.relative_to(src)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+            for path in sorted(src.rglob("*.py")) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60]
+    assert long == []

@@ -218,12 +218,16 @@ def markdown(report: dict) -> str:
     lines += ["", f"Best on val (fine-grained macro F1): `{report['best_on_val']}`.", ""]
     if report["missing"]:
         lines += [f"Not trained, so not in the tables: {', '.join(f'`{m}`' for m in report['missing'])}.", ""]
+    return "\n".join(lines + _table4(dets) + _table5(report["baselines"], dets))
 
-    lines += ["## Table 4: fine-grained, test set (precision / recall / **F1**, %)", "",
-              "The paper's Table 4 is its one-vs-all design; every detector given is shown beside it.", "",
-              "| class | " + " | ".join(f"`{Path(d['path']).name}`" for d in dets)
-              + " | paper F1 with context | paper F1 without context |",
-              "|---|" + "---|" * (len(dets) + 2)]
+
+def _table4(dets: list) -> list[str]:
+    """The paper's Table 4 (fine-grained, test) beside every detector given."""
+    lines = ["## Table 4: fine-grained, test set (precision / recall / **F1**, %)", "",
+             "The paper's Table 4 is its one-vs-all design; every detector given is shown beside it.", "",
+             "| class | " + " | ".join(f"`{Path(d['path']).name}`" for d in dets)
+             + " | paper F1 with context | paper F1 without context |",
+             "|---|" + "---|" * (len(dets) + 2)]
     for c in [*FINE_LABELS, "Sensitive Topic Continuation"]:
         name = c if c == "Safe" else f"{c} ({ABBREVIATIONS.get(c, 'STC')})"
         cells = []
@@ -235,9 +239,11 @@ def markdown(report: dict) -> str:
     macro = [f"{_p(d['test']['fine']['macro_precision'])} / {_p(d['test']['fine']['macro_recall'])} / "
              f"**{_p(d['test']['fine']['macro_f1']['value'])}**" for d in dets]
     paper = {k: " / ".join(str(x) for x in v) for k, v in PAPER_TABLE4_MACRO.items()}
-    lines += [f"| overall (macro P / R / F1) | {' | '.join(macro)} | {paper[True]} | {paper[False]} |", ""]
+    return lines + [f"| overall (macro P / R / F1) | {' | '.join(macro)} | {paper[True]} | {paper[False]} |", ""]
 
-    base = report["baselines"]
+
+def _table5(base: dict, dets: list) -> list[str]:
+    """The paper's Table 5 (coarse safe/unsafe, test): the baselines measured here and every detector given."""
 
     def ours(key):
         b = base.get(key)
@@ -246,9 +252,9 @@ def markdown(report: dict) -> str:
     def paper(key):
         return f"{PAPER_TABLE5[key][0]} ({PAPER_TABLE5[key][1]})"
 
-    lines += ["## Table 5: coarse safe/unsafe, test set", "",
-              "| method | input | ours: macro F1 (unsafe F1) | paper: macro F1 (unsafe F1) |", "|---|---|---|---|",
-              f"| random | — | {ours('random')} | {paper('random')} |"]
+    lines = ["## Table 5: coarse safe/unsafe, test set", "",
+             "| method | input | ours: macro F1 (unsafe F1) | paper: macro F1 (unsafe F1) |", "|---|---|---|---|",
+             f"| random | — | {ours('random')} | {paper('random')} |"]
     for mode in ("response", "context+response"):
         lines.append(f"| Detoxify (utterance level) | {mode} | "
                      f"{ours(f'detoxify:{mode}') or 'not run: no local checkpoint given'} | {paper(f'detoxify:{mode}')} |")
@@ -270,7 +276,6 @@ def markdown(report: dict) -> str:
     if not any(d["design"] == "one_vs_all" and d["with_context"] for d in dets):
         lines.append(f"| the paper's classifier (RoBERTa one-vs-all) | context+response | not trained here "
                      f"| {paper('classifier')} |")
-    lines += ["", "Coarse decision: unsafe when any category's classifier says unsafe (veto voting); for the "
-              "multi-class design, when its label is not Safe. The random row is the mean over 1,000 seeded fair-coin "
-              "draws.", ""]
-    return "\n".join(lines)
+    return lines + ["", "Coarse decision: unsafe when any category's classifier says unsafe (veto voting); for the "
+                    "multi-class design, when its label is not Safe. The random row is the mean over 1,000 seeded "
+                    "fair-coin draws.", ""]

@@ -173,8 +173,7 @@ class Trainer:
             losses = self._epoch(name, epoch, model, optimizer, schedule, train_ids, labels, rng, heads,
                                  class_weight, per_epoch)
             seconds = time.perf_counter() - started
-            model.eval()
-            score = select(logits_of(model, self.tokenizer, val_ids, cfg.batch_size * 2))
+            score = select(logits_of(model.eval(), self.tokenizer, val_ids, cfg.batch_size * 2))
             record = {"model": name, "epoch": epoch, "train_loss": float(np.mean(losses)), score_name: score,
                       "epoch_seconds": round(seconds, 1), "examples": len(train)}
             history.append(record)
