@@ -101,8 +101,6 @@ def test_no_module_imports_one_that_imports_it_back():
 
 
 def test_no_function_of_the_suite_is_over_sixty_lines():
-    import ast
-
     src = Path(__file__).resolve().parents[1] / "src"
     long = [f"{path.relative_to(src)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
             for path in sorted(src.rglob("*.py")) for node in ast.walk(ast.parse(path.read_text()))
