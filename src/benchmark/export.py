@@ -32,22 +32,12 @@ def _run(folder: Path) -> tuple[dict, list[dict]]:
     return card, list(read_samples(samples).values())
 
 
-def _messages(sample: dict) -> list:
-    """The sample's conversation as Inspect chat messages: what the model was asked, and what it answered."""
+def _messages(kind, sample: dict) -> list:
+    """The sample's conversation (as its kind tells it) as Inspect chat messages."""
     from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
 
     kinds = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
-    out = [kinds.get(m.get("role"), ChatMessageUser)(content=str(m.get("content")))
-           for m in (sample.get("prompt") or []) if isinstance(m, dict)]
-    if "turns" in sample:  # a dialogue: the attacker is the user
-        for t in sample["turns"]:
-            out += [ChatMessageUser(content=str(t.get("attacker"))), ChatMessageAssistant(content=str(t.get("target")))]
-    elif "responses" in sample:
-        out += [ChatMessageAssistant(content=str(r.get("text"))) for r in sample["responses"]]
-    elif sample.get("output") is not None:
-        out.append(ChatMessageAssistant(content=sample["output"] if isinstance(sample["output"], str)
-                                        else json.dumps(sample["output"], ensure_ascii=False)))
-    return out
+    return [kinds.get(role, ChatMessageUser)(content=text) for role, text in kind.conversation(sample)]
 
 
 def to_inspect(folder: Path, out: Path | None = None) -> Path:
@@ -72,7 +62,7 @@ def to_inspect(folder: Path, out: Path | None = None) -> Path:
     task, model = card["task"], card["model"]
     eval_samples = []
     for s in samples:
-        messages = _messages(s)
+        messages = _messages(kind, s)
         prompt = [m for m in messages if m.role != "assistant"][:2] or str(s.get("input"))
         answer = kind.outputs(s)
         eval_samples.append(EvalSample(

@@ -92,6 +92,11 @@ class Attack(Kind):
         return [r.get("text") for r in sample.get("responses", [])]
 
     @staticmethod
+    def conversation(sample: dict) -> list[tuple[str, str]]:
+        """The prompt, then each of the model's responses."""
+        return Kind.conversation(sample) + [("assistant", str(r.get("text"))) for r in sample.get("responses", [])]
+
+    @staticmethod
     def verdicts(sample: dict) -> list:
         """What the task concluded: each response's verdict."""
         return [r.get("verdict") for r in sample.get("responses", [])]

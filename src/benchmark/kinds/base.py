@@ -128,6 +128,13 @@ class Kind(ABC):
         """What the task concluded from it, comparable between two runs of the same record."""
 
     @staticmethod
+    def conversation(sample: dict) -> list[tuple[str, str]]:
+        """The sample as chat messages (role, text): what the model was asked (its prompt, where the sample keeps
+        one), then what was said; the exports use it."""
+        prompt = sample.get("prompt") if isinstance(sample.get("prompt"), list) else []
+        return [(str(m.get("role")), str(m.get("content"))) for m in prompt if isinstance(m, dict)]
+
+    @staticmethod
     def judgements(sample: dict):
         """What each judge voted on each judged output ({step: {voter: flagged}} per output), comparable between two
         runs: where both runs gave the same outputs, the judges must have said the same of them. None: no judges."""

@@ -225,6 +225,14 @@ class Classify(Kind):
         return sample.get("output")
 
     @staticmethod
+    def conversation(sample: dict) -> list[tuple[str, str]]:
+        """The prompt, then the model's answer (a classifier's verdict as JSON)."""
+        output = sample.get("output")
+        answer = [] if output is None else [("assistant", output if isinstance(output, str)
+                                             else json.dumps(output, ensure_ascii=False))]
+        return Kind.conversation(sample) + answer
+
+    @staticmethod
     def verdicts(sample: dict):
         """What the task concluded from it."""
         return sample.get("prediction")

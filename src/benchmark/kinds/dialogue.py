@@ -90,6 +90,12 @@ class DialogueAttack(Kind):
         return [(t.get("attacker"), t.get("target")) for t in sample.get("turns", [])]
 
     @staticmethod
+    def conversation(sample: dict) -> list[tuple[str, str]]:
+        """Turn by turn: the attacker as the user, the target as the assistant."""
+        return Kind.conversation(sample) + [(role, str(t.get(who))) for t in sample.get("turns", [])
+                                            for role, who in (("user", "attacker"), ("assistant", "target"))]
+
+    @staticmethod
     def verdicts(sample: dict):
         """What the task concluded: the turn the target was first flagged at (None: never)."""
         return sample.get("activated_turn")
