@@ -430,51 +430,26 @@ def sample_browser(mine: list, registry: dict) -> None:
                    "BENCHMARK_DATA_ROOT to a local copy of the data to see them beside the ids.")
     if show and runs_root() is not None:  # your own runs keep the data's texts in their samples
         shown = {_text_id(x.get("id")): x for x in samples(str(card.samples_path), _file_signature(card.samples_path))}
-        frame.insert(1, "input", [json.dumps(shown.get(i, {}).get("input"), ensure_ascii=False) for i in frame["id"]])
+        frame.insert(1, "input", [json.dumps(kind.own_input(shown.get(i, {})), ensure_ascii=False)
+                                  for i in frame["id"]])
     if not show:
         frame = frame.drop(columns=["outputs"], errors="ignore")
     st.dataframe(frame, hide_index=True, width="stretch", key="samples_table")
-    if show and task.get("kind") == "dialogue_attack" and not frame.empty:
+    if show and kind.transcript({}) is not None and not frame.empty:
         shown = samples(str(card.samples_path), _file_signature(card.samples_path))
         by_id = {_text_id(s.get("id")): s for s in shown}
         conversation = st.selectbox("Conversation", list(frame["id"]), key="conversation")
-        transcript(by_id.get(conversation, {}))
+        transcript(kind, by_id.get(conversation, {}))
 
 
-def _verdicts(judgements) -> str:
-    """Each judging step's verdict on a turn: "utterance: passed (0.03) · context: flagged (0.89)"."""
-    if not isinstance(judgements, dict):
-        return ""
-    parts = []
-    for step, j in judgements.items():
-        votes = j.get("votes", {}) if isinstance(j, dict) else {}
-        scores = [v.get("score") if isinstance(v, dict) else None for v in votes.values()]
-        scores = ", ".join(f"{x:.2f}" for x in scores if isinstance(x, (int, float)))
-        state = "flagged" if isinstance(j, dict) and j.get("flagged") else "passed"
-        parts.append(f"{step}: {state}" + (f" ({scores})" if scores else ""))
-    return " · ".join(parts)
-
-
-def transcript(sample: dict) -> None:
-    """A dialogue attack's conversation turn by turn: the attacker's message, then the target's reply, each with the
-    judges' verdicts. Submitted texts are shown as plain text; the opening seed is a hash in a submission."""
-    turns = sample.get("turns") if isinstance(sample.get("turns"), list) else []
-    activated = sample.get("activated_turn")
-    st.caption(esc(f"{len(turns)} turns; " + (f"the target's reply was flagged at turn {activated}" if activated
-                                               else "no reply of the target was flagged")))
-    for t in turns:
-        if not isinstance(t, dict):
-            continue
-        with st.chat_message("user"):
-            st.caption(esc(f"attacker, turn {t.get('turn')}" + (" (the seed sentence; a submission keeps its hash)" if t.get("turn") == 1 else "")
-                           + (f" · {_verdicts(t.get('attacker_judgements'))}" if t.get("attacker_judgements") else "")))
-            st.text(str(t.get("attacker")))
-        with st.chat_message("assistant"):
-            verdict = t.get("verdict")
-            st.caption(esc(f"target, turn {t.get('turn')} · verdict: "
-                           + ("not flagged" if verdict in (None, "none") else f"flagged by {verdict}")
-                           + (f" · {_verdicts(t.get('judgements'))}" if t.get("judgements") else "")))
-            st.text(str(t.get("target")))
+def transcript(kind, sample: dict) -> None:
+    """A sample's conversation message by message, as its kind tells it; submitted texts as plain text."""
+    told = kind.transcript(sample)
+    st.caption(esc(told.caption))
+    for said in told.said:
+        with st.chat_message(said.role):
+            st.caption(esc(said.caption))
+            st.text(said.text)
 
 
 def _file_signature(path: Path) -> tuple:

@@ -24,6 +24,22 @@ class Roles:
 
 
 @dataclass(frozen=True)
+class Said:
+    """One message of a sample's transcript: who speaks in a chat view ("user" or "assistant"), a caption naming
+    the speaker and the judges' verdicts, and the text as submitted (shown as plain text)."""
+
+    role: str
+    caption: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Transcript:
+    caption: str
+    said: list[Said]
+
+
+@dataclass(frozen=True)
 class MetricSpec:
     """A metric a kind added after its first metrics version: the metric names it covers (an fnmatch pattern, e.g.
     "balanced_accuracy" or "*.balanced_accuracy" for every question's), the version that added it, which way is
@@ -126,6 +142,16 @@ class Kind(ABC):
     @abstractmethod
     def verdicts(sample: dict):
         """What the task concluded from it, comparable between two runs of the same record."""
+
+    @staticmethod
+    def transcript(sample: dict) -> Transcript | None:
+        """The sample as a conversation to read message by message, for kinds whose samples are one (None)."""
+        return None
+
+    @staticmethod
+    def own_input(sample: dict):
+        """The data set's input as a run's own samples keep it (a submission keeps only its hash)."""
+        return sample.get("input")
 
     @staticmethod
     def conversation(sample: dict) -> list[tuple[str, str]]:

@@ -22,7 +22,7 @@ from ..models.cached import Failure
 from ..templates import render
 from .attack import NONE, PLACEHOLDER, corrected, slug
 from .judging import Step, check_tie, describe_step, judge_step, run_panel
-from .base import Kind, Roles
+from .base import Kind, Roles, Said, Transcript
 from .common import RefusalPhrases, plain
 
 SIDES = ("attacker", "target")
@@ -88,6 +88,27 @@ class DialogueAttack(Kind):
     def outputs(sample: dict) -> list:
         """What the models said: each turn's attacker message and target reply."""
         return [(t.get("attacker"), t.get("target")) for t in sample.get("turns", [])]
+
+    @staticmethod
+    def transcript(sample: dict) -> Transcript:
+        """Turn by turn: the attacker's message, then the target's reply, each with the judges' verdicts; the
+        opening seed is a hash in a submission."""
+        turns = [t for t in sample.get("turns", []) if isinstance(t, dict)] if isinstance(sample.get("turns"),
+                                                                                            list) else []
+        activated = sample.get("activated_turn")
+        said = []
+        for t in turns:
+            mine = _verdicts(t.get("attacker_judgements")) if t.get("attacker_judgements") else ""
+            said.append(Said("user", f"attacker, turn {t.get('turn')}"
+                             + (" (the seed sentence; a submission keeps its hash)" if t.get("turn") == 1 else "")
+                             + (f" · {mine}" if mine else ""), str(t.get("attacker"))))
+            verdict = t.get("verdict")
+            said.append(Said("assistant", f"target, turn {t.get('turn')} · verdict: "
+                             + ("not flagged" if verdict in (None, "none") else f"flagged by {verdict}")
+                             + (f" · {_verdicts(t.get('judgements'))}" if t.get("judgements") else ""),
+                             str(t.get("target"))))
+        return Transcript(f"{len(turns)} turns; " + (f"the target's reply was flagged at turn {activated}"
+                                                     if activated else "no reply of the target was flagged"), said)
 
     @staticmethod
     def conversation(sample: dict) -> list[tuple[str, str]]:
@@ -386,3 +407,17 @@ def _scripted(output, turn: int):
     if not isinstance(script, list):
         return Failure(f"the recorded attack script is not a JSON list: {str(output)[:60]!r}")
     return str(script[turn - 2]) if len(script) >= turn - 1 else None
+
+
+def _verdicts(judgements) -> str:
+    """Each judging step's verdict on a turn: "utterance: passed (0.03) · context: flagged (0.89)"."""
+    if not isinstance(judgements, dict):
+        return ""
+    parts = []
+    for step, j in judgements.items():
+        votes = j.get("votes", {}) if isinstance(j, dict) else {}
+        scores = [v.get("score") if isinstance(v, dict) else None for v in votes.values()]
+        scores = ", ".join(f"{x:.2f}" for x in scores if isinstance(x, (int, float)))
+        state = "flagged" if isinstance(j, dict) and j.get("flagged") else "passed"
+        parts.append(f"{step}: {state}" + (f" ({scores})" if scores else ""))
+    return " · ".join(parts)
