@@ -31,6 +31,8 @@ def slug(value) -> str:
 
 
 class Attack(Kind):
+    packaged_fields = frozenset({"id", "input_sha256", "prompt_sha256", "unmatched", "responses", "group", "error"})
+    said_fields = ("responses",)
     name = "attack"
 
     def __init__(self, task, model_cfg):

@@ -56,6 +56,10 @@ class MetricSpec:
 class Kind(ABC):
     name: str  # the `kind:` a task file names
     added_metrics: tuple[MetricSpec, ...] = ()  # metrics added since version 1 (every other metric is version 1's)
+    # the fields of a published sample (the data set's texts replaced by their hashes), and those of them that hold
+    # what the models said (a data set's text copied there is hashed when the run is packaged)
+    packaged_fields: frozenset[str] = frozenset()
+    said_fields: tuple[str, ...] = ()
     reference_fields: tuple[str, ...] = ()  # the sample fields that come from the task's data alone
     judge_steps: list[str] = []  # the judging steps whose judges the run loads (a judge panel answers them)
     needs_attacker: bool = False  # a dialogue attack: the run loads an attacker model too

@@ -145,6 +145,9 @@ class Question:
 
 
 class Classify(Kind):
+    packaged_fields = frozenset({"id", "input_sha256", "prompt_sha256", "output", "error", "target", "group",
+                                 "prediction", "truncated_lines"})
+    said_fields = ("output",)
     name = "classify"
     failed_samples = "counted as invalid answers in the metrics"
 

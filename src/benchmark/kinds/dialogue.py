@@ -33,6 +33,8 @@ def _truthy(text: str) -> bool:
 
 
 class DialogueAttack(Kind):
+    packaged_fields = frozenset({"id", "input_sha256", "turns", "activated_turn", "trigger_flagged", "group", "error"})
+    said_fields = ("turns",)
     name = "dialogue_attack"
     needs_attacker = True
 

@@ -28,7 +28,7 @@ from .base import CARD_SUFFIX, KEY_NAME, MAX_BOOTSTRAP, SAMPLES_SUFFIX, Problem,
 from .checked import CheckStore, Given
 from .configs import check_model_config, full_config, model_config_node
 from .privacy import private_values
-from .samples import DATA_KEYS, SAMPLE_FIELDS, read_samples
+from .samples import DATA_KEYS, read_samples
 from .signing import verification_problems
 
 DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3}|\.\d{6})?(?:Z|[+-]\d{2}:\d{2})")
@@ -420,7 +420,10 @@ def _given(path: Path, card: dict, known: dict, data_root: str | None) -> Given:
     from ..kinds import reference_sha256
 
     try:
-        samples = read_samples(path, SAMPLE_FIELDS[card["task"]["kind"]] | set(DATA_KEYS))  # texts: reported below
+        from ..kinds import kind_class
+
+        fields = kind_class(card["task"]["kind"]).packaged_fields
+        samples = read_samples(path, fields | set(DATA_KEYS))  # texts: reported below
     except BenchmarkError as e:
         return Given(n=-1, early=[("samples", "", str(e).removeprefix(f"{path}: "))])
     early = []

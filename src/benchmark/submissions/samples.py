@@ -18,17 +18,6 @@ from .privacy import scrub
 
 # a sample's copies of the data set's own texts; the data sets' licences differ, so submissions keep hashes only
 DATA_KEYS = ("input", "prompt")
-# the fields each kind's samples hold (kinds/classify.py, attack.py, dialogue.py: their samples), as packaged: the
-# data set's texts replaced by their hashes
-SAMPLE_FIELDS = {
-    "classify": frozenset({"id", "input_sha256", "prompt_sha256", "output", "error", "target", "group", "prediction",
-                           "truncated_lines"}),
-    "attack": frozenset({"id", "input_sha256", "prompt_sha256", "unmatched", "responses", "group", "error"}),
-    "dialogue_attack": frozenset({"id", "input_sha256", "turns", "activated_turn", "trigger_flagged", "group",
-                                  "error"}),
-}
-
-
 def _strings(value) -> set[str]:
     if isinstance(value, dict):
         return set().union(*(_strings(v) for v in value.values())) if value else set()
@@ -42,7 +31,10 @@ def strip_sample(sample: dict, task_texts: frozenset[str] = frozenset()) -> dict
     the seed sentence); the model's outputs and the judgements kept; errors scrubbed of private values.
     `task_texts` (task_strings: the task definition's own, such as its labels) stay as they are where the data set
     holds them too: an answer "Offending User" is the model's label, not a copy of the record's category."""
+    from ..kinds import KINDS
+
     texts = set().union(*(_strings(sample.get(k)) for k in DATA_KEYS)) - task_texts
+    said = {f for kind in KINDS.values() for f in kind.said_fields}
 
     def go(value):
         if isinstance(value, dict):
@@ -59,7 +51,7 @@ def strip_sample(sample: dict, task_texts: frozenset[str] = frozenset()) -> dict
             out[f"{k}_sha256"] = sha256_json(v)
         elif k == "error" and isinstance(v, str):
             out[k] = scrub(v)
-        elif k in ("output", "responses", "turns"):  # what the models said (labels elsewhere stay as they are)
+        elif k in said:  # what the models said (labels elsewhere stay as they are)
             out[k] = go(v)
         else:
             out[k] = v
