@@ -100,7 +100,7 @@ def board_fingerprint() -> str:
 # a resource, not data: the same objects on every rerun (copying a thousand cards would cost each rerun a second);
 # the pages only read them
 @st.cache_resource(show_spinner="Loading score cards…", max_entries=2)
-def load(root: str, signature: str) -> tuple[list, list[str], dict]:
+def load(root: str, signature: str, _state=None) -> tuple[list, list[str], dict]:
     """The cards that pass every check and that every page can show; the reasons for the others.
 
     A card known to be showable (the same bytes shown by the same board code before, kept in the check store) is
@@ -113,14 +113,19 @@ def load(root: str, signature: str) -> tuple[list, list[str], dict]:
         store = CheckStore()
         try:
             registry = store.registry()
-            loaded = S.load(Path(root), thorough=True, data_root=os.environ.get("BENCHMARK_DATA_ROOT"), store=store)
+            loaded = S.load(Path(root), thorough=True, data_root=os.environ.get("BENCHMARK_DATA_ROOT"), store=store,
+                            state=_state)
             cards, rejected = loaded.cards, [str(p) for p in loaded.rejected]
             board = board_fingerprint()
-            keys = {id(c): checked_key("shown", c.check_key, board) for c in cards if c.check_key is not None}
-            new = [c for c in cards if id(c) not in keys or not store.shown(keys[id(c)])]
-            cards = showable_cards(cards, new, registry, rejected)
-            for c in set(map(id, new)) & set(map(id, cards)) & set(keys):
-                store.keep_shown(keys[c])
+            every = checked_key("shown", root, signature, board)  # these very files, shown before by this code
+            if not store.shown(every):
+                keys = {id(c): checked_key("shown", c.check_key, board) for c in cards if c.check_key is not None}
+                new = [c for c in cards if id(c) not in keys or not store.shown(keys[id(c)])]
+                cards = showable_cards(cards, new, registry, rejected)
+                for c in set(map(id, new)) & set(map(id, cards)) & set(keys):
+                    store.keep_shown(keys[c])
+                if len(cards) == len(loaded.cards):
+                    store.keep_shown(every)
             store.save()
         finally:
             store.close()
@@ -156,7 +161,10 @@ def load_or_report(root: Path) -> tuple[list, list[str], dict]:
     try:
         # run folders: only a finished (re)written card changes what is shown; a run in progress, the response cache
         # and sweep logs churn beside them
-        return load(str(root), _signature(root, "scorecard.json" if root == runs_root() else None))
+        if root == runs_root():
+            return load(str(root), _signature(root, "scorecard.json"))
+        state = S.RootState.of(root)  # read once: the cache's key, and what the loader looks at
+        return load(str(root), state.digest(), state)
     except Exception as e:
         st.error(esc(f"The score cards could not be loaded from {root}: {type(e).__name__}: {e}"))
     try:

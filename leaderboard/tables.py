@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -40,6 +41,7 @@ def parse_size(text) -> float | None:
     return number * {"K": 1e-6, "M": 1e-3, "B": 1.0, "T": 1e3}[m.group(2)]
 
 
+@functools.lru_cache(maxsize=4096)
 def size_bucket(text) -> str:
     b = parse_size(text)
     if b is None:
@@ -117,6 +119,7 @@ def overview(cards: list, registry: dict) -> pd.DataFrame:
     if frame.empty:
         return frame
     cells: dict[tuple[str, str], object] = {}
+    judged = set()
     for c in cards:
         summary = c.summary
         task = registry[summary.task]
@@ -125,11 +128,12 @@ def overview(cards: list, registry: dict) -> pd.DataFrame:
         cells[(summary.model, f"{task['name']} · 95% CI")] = ci_text(m)
         if summary.judge is not None:
             cells[(summary.model, f"{task['name']} · judge F1")] = round(summary.judge.f1, 1)
+            judged.add(task["name"])
+    models = frame["model"].tolist()
     for t in tasks:
-        judged = any(col == f"{t} · judge F1" for _, col in cells)
         for col, missing in ((headline_column(registry[t]), None), (f"{t} · 95% CI", ""),
-                             *(((f"{t} · judge F1", None),) if judged else ())):
-            frame[col] = [cells.get((m, col), missing) for m in frame["model"]]
+                             *(((f"{t} · judge F1", None),) if t in judged else ())):
+            frame[col] = [cells.get((m, col), missing) for m in models]
         frame[headline_column(registry[t])] = pd.to_numeric(frame[headline_column(registry[t])])
     scores = [c for c in frame.columns if " · " in c]
     return frame[["model", *scores, *[c for c in frame.columns if c != "model" and c not in scores]]]

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .. import BenchmarkError
 from ..files import inside
+from ..hashing import sha256_json
 from . import checked
 from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MAX_VALUES, MODEL_FILE, SAMPLES_SUFFIX,
                    SUBMISSIONS_DIR, TASKS_DIR, OutOfBounds, Problem, capped, json_values, name_key, strict_json,
@@ -149,16 +150,39 @@ def load_model_folder(folder: Path, allow_remote_code: bool = False, thorough: b
     return (None if problems else data), problems
 
 
+@dataclass
+class RootState:
+    """A submissions folder's entries as they are now: its model folders, and each one's files with their
+    identities (checked.py; None for a folder too large to keep or that cannot be read)."""
+
+    folders: list[Path]
+    listings: dict[str, list | None]
+
+    @classmethod
+    def of(cls, root: Path) -> RootState:
+        folders = sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
+        return cls(folders, {f.name: _listing(f) for f in folders if f.is_dir() and not f.is_symlink()})
+
+    def digest(self) -> str:
+        """Changes whenever any entry does (what a board keys its loaded cards on)."""
+        return sha256_json([[(f.name, f.is_dir(), f.is_symlink()) for f in self.folders], self.listings])
+
+
 def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code: bool = False,
-         data_root: str | None = None, store: CheckStore | None = None) -> Loaded:
+         data_root: str | None = None, store: CheckStore | None = None, state: RootState | None = None) -> Loaded:
     """Every model folder under root: the cards that pass every rule, and the problems of those that do not. A folder
     that cannot be read at all is one problem; the others load as if it were not there. `store`: results of earlier
-    checks of the same bytes are taken from it, and new ones kept there (checked.py)."""
+    checks of the same bytes are taken from it, and new ones kept there (checked.py); `state`: the folder's entries
+    as the caller just read them (RootState.of(root))."""
     out = Loaded()
     root = Path(root)
-    folders = sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
+    if store is not None:
+        state = state or RootState.of(root)
+        folders, listings = state.folders, state.listings
+    else:
+        folders = sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
+        listings = {}
     names = _folder_names(root)
-    listings = {f.name: _listing(f) for f in folders if f.is_dir() and not f.is_symlink()} if store else {}
     whole = None
     if store is not None and None not in listings.values():  # the whole folder as when last loaded: every entry of
         # every model folder the same

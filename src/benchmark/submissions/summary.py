@@ -7,11 +7,11 @@ of it (its breakdowns, its samples).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Metric:
+class Metric(NamedTuple):  # a tuple: a board builds hundreds of thousands of them at start
     """One metric of a card: a share (no unit) or a value in its unit, with its 95% interval."""
 
     value: float
@@ -24,8 +24,7 @@ class Metric:
         return self.unit is None
 
 
-@dataclass(frozen=True)
-class JudgeQuality:
+class JudgeQuality(NamedTuple):
     """The card's judging procedure against human labels, from the card's own outcome on its labelled set
     (validation checks that those labels are the set's); percentages, and Youden's J as a fraction."""
 
@@ -92,7 +91,8 @@ class Summary:
                    judge=JudgeQuality.of(outcome) if isinstance(outcome, dict) else None)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return {**self.__dict__, "metrics": {k: m._asdict() for k, m in self.metrics.items()},
+                "judge": self.judge._asdict() if self.judge is not None else None}
 
     @classmethod
     def from_json(cls, data: dict) -> Summary:
