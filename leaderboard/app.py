@@ -39,7 +39,7 @@ from benchmark import submissions as S  # noqa: E402
 from benchmark.files import inside  # noqa: E402
 from benchmark.submissions.checked import CheckStore  # noqa: E402
 from benchmark.submissions.checked import key as checked_key  # noqa: E402
-from benchmark.submissions.summary import MODEL_KINDS  # noqa: E402
+from benchmark.submissions.summary import MODEL_KINDS, Metric  # noqa: E402
 
 PAGES = ["Overview", "Tasks", "Models", "Submit"]
 PAGE_SIZE = 50
@@ -281,8 +281,7 @@ def apart_table(apart: list, registry: dict) -> None:
     st.markdown("**Judged by a non-standard panel** (not ranked: their rates come from judges the suite has not "
                 "measured as the task's)")
     st.dataframe(pd.DataFrame([{"model": c.summary.model, "task": c.summary.task,
-                                "headline": round(T.shown(c.summary.metrics[registry[c.summary.task]["headline"]]),
-                                                  1),
+                                "headline": round(T.shown(c.summary.headline), 1),
                                 "why": c.panel} for c in apart]),
                  hide_index=True, width="stretch", key="nonstandard_table")
 
@@ -376,9 +375,10 @@ def models_page(cards: list, registry: dict) -> None:
 def model_row(c, task: dict) -> dict:
     """One card's row in a model's table of cards."""
     card, summary = c.card, c.summary
-    m = summary.metrics[task["headline"]]
+    m = summary.headline
     judge_error = card["breakdown"].get("judge_error") if isinstance(card["breakdown"], dict) else None
-    fixed = summary.metrics.get((judge_error or {}).get("corrected")) if isinstance(judge_error, dict) else None
+    fixed = card["metrics"].get((judge_error or {}).get("corrected")) if isinstance(judge_error, dict) else None
+    fixed = Metric.of(fixed) if isinstance(fixed, dict) else None
     return {"task": task["name"], "headline": task["headline"], "value": T.shown(m), "95% CI": T.ci_text(m),
             "corrected for judge error": (f"{judge_error['corrected']}: {T.shown(fixed):.1f} {T.ci_text(fixed)}"
                                           if fixed is not None else

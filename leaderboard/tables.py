@@ -123,7 +123,7 @@ def overview(cards: list, registry: dict) -> pd.DataFrame:
     for c in cards:
         summary = c.summary
         task = registry[summary.task]
-        m = summary.metrics[task["headline"]]
+        m = summary.headline
         cells[(summary.model, headline_column(task))] = shown(m)
         cells[(summary.model, f"{task['name']} · 95% CI")] = ci_text(m)
         if summary.judge is not None:
@@ -145,7 +145,7 @@ def headlines(cards: list, registry: dict) -> pd.DataFrame:
     for c in cards:
         summary = c.summary
         task = registry[summary.task]
-        m = summary.metrics[task["headline"]]
+        m = summary.headline
         k = 100 if m.is_share else 1
         rows.append({"task": task["name"], "column": headline_column(task), "model": summary.model,
                      "value": shown(m), "ci_low": k * m.ci_low, "ci_high": k * m.ci_high,
@@ -185,7 +185,8 @@ def task_frame(cards: list, task: str) -> pd.DataFrame:
             continue
         row = {"model": summary.model, "verified": "yes" if summary.verified else "", "n": summary.n,
                "judges on human labels": judge_text(summary.judge), "panel": c.panel or "the task's"}
-        for name, m in summary.metrics.items():
+        for name, m in c.card["metrics"].items():
+            m = Metric.of(m)
             row[name] = shown(m)
             row[f"{name} · 95% CI"] = ci_text(m)
         rows.append(row)

@@ -23,6 +23,10 @@ class Metric(NamedTuple):  # a tuple: a board builds hundreds of thousands of th
     def is_share(self) -> bool:
         return self.unit is None
 
+    @classmethod
+    def of(cls, metric: dict) -> Metric:
+        return cls(metric["value"], metric["ci_low"], metric["ci_high"], metric.get("unit"))
+
 
 class JudgeQuality(NamedTuple):
     """The card's judging procedure against human labels, from the card's own outcome on its labelled set
@@ -74,7 +78,7 @@ class Summary:
     metadata: dict  # the model config's public metadata (organisation, parameters, open_weights, ...)
     backend: str | None
     kind: str  # one of MODEL_KINDS
-    metrics: dict[str, Metric]
+    headline: Metric  # the task's headline metric (a page that shows the others reads the card whole)
     verified: bool
     judge: JudgeQuality | None
 
@@ -85,16 +89,15 @@ class Summary:
                    metadata=dict(card["model"].get("metadata") or {}),
                    backend=(card["model"].get("config") or {}).get("backend"),
                    kind=model_kind((card["model"].get("config") or {}).get("backend")),
-                   metrics={name: Metric(m["value"], m["ci_low"], m["ci_high"], m.get("unit"))
-                            for name, m in card["metrics"].items()},
+                   headline=Metric.of(card["metrics"][card["task"]["headline"]]),
                    verified=bool((card.get("verification") or {}).get("verified")),
                    judge=JudgeQuality.of(outcome) if isinstance(outcome, dict) else None)
 
     def to_json(self) -> dict:
-        return {**self.__dict__, "metrics": {k: m._asdict() for k, m in self.metrics.items()},
+        return {**self.__dict__, "headline": self.headline._asdict(),
                 "judge": self.judge._asdict() if self.judge is not None else None}
 
     @classmethod
     def from_json(cls, data: dict) -> Summary:
-        return cls(**{**data, "metrics": {k: Metric(**m) for k, m in data["metrics"].items()},
+        return cls(**{**data, "headline": Metric(**data["headline"]),
                       "judge": JudgeQuality(**data["judge"]) if data["judge"] is not None else None})
