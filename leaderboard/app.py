@@ -164,7 +164,7 @@ def load_or_report(root: Path) -> tuple[list, list[str], dict]:
         if root == runs_root():
             return load(str(root), _signature(root, "scorecard.json"))
         state = S.RootState.of(root)  # read once: the cache's key, and what the loader looks at
-        return load(str(root), state.digest(), state)
+        return load(str(root), state.digest, state)
     except Exception as e:
         st.error(esc(f"The score cards could not be loaded from {root}: {type(e).__name__}: {e}"))
     try:

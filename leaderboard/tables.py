@@ -49,8 +49,6 @@ def size_bucket(text) -> str:
     return SIZES[0] if b < 1 else SIZES[1] if b < 10 else SIZES[2] if b < 100 else SIZES[3]
 
 
-
-
 def shown(metric: Metric) -> float:
     """Shares as percentages; other units as they are."""
     return 100 * metric.value if metric.is_share else metric.value

@@ -76,9 +76,6 @@ def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]
             raise BenchmarkError(
                 f"{where}: data file not found: {path} (data_root={data_root}, path={data.path})"
             )
-        why = _unreadable(path, data.format)
-        if why:
-            raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {why}")
         return _local_rows(path, data, where), f"data_root:{data.path}"
     import datasets
 
@@ -120,6 +117,9 @@ def _local_rows(path: Path, data, where: str) -> list[dict]:
         return json.loads(kept.read_bytes())
     except (OSError, ValueError):
         pass
+    why = _unreadable(path, data.format)  # said in words before `datasets` says it its own way
+    if why:
+        raise BenchmarkError(f"{where}: could not read {path} as {data.format}: {why}")
     import datasets
 
     try:

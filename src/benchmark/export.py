@@ -63,7 +63,7 @@ def to_inspect(folder: Path, out: Path | None = None) -> Path:
     eval_samples = []
     for s in samples:
         messages = _messages(kind, s)
-        prompt = [m for m in messages if m.role != "assistant"][:2] or str(s.get("input"))
+        prompt = [m for m in messages if m.role != "assistant"][:2] or str(kind.own_input(s))
         answer = kind.outputs(s)
         eval_samples.append(EvalSample(
             id=s["id"], epoch=1, input=prompt, target=json.dumps(s.get("target"), ensure_ascii=False)

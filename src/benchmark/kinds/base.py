@@ -42,15 +42,13 @@ class Transcript:
 @dataclass(frozen=True)
 class MetricSpec:
     """A metric a kind added after its first metrics version: the metric names it covers (an fnmatch pattern, e.g.
-    "balanced_accuracy" or "*.balanced_accuracy" for every question's), the version that added it, which way is
-    better, its unit (None: a share) and how it is computed. A card records the version it was scored under;
-    validation compares only the metrics that version has, so adding a metric rejects no published card."""
+    "balanced_accuracy" or "*.balanced_accuracy" for every question's), the version that added it, and how it is
+    computed. A card records the version it was scored under; validation compares only the metrics that version
+    has, so adding a metric rejects no published card."""
 
     pattern: str
     since: int
-    better: str = "higher"
-    unit: str | None = None
-    about: str = ""
+    about: str
 
 
 class Kind(ABC):

@@ -163,8 +163,9 @@ class RootState:
         folders = sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
         return cls(folders, {f.name: _listing(f) for f in folders if f.is_dir() and not f.is_symlink()})
 
+    @functools.cached_property
     def digest(self) -> str:
-        """Changes whenever any entry does (what a board keys its loaded cards on)."""
+        """Changes whenever any entry does: what a board keys its loaded cards on, and `load` its kept result."""
         return sha256_json([[(f.name, f.is_dir(), f.is_symlink()) for f in self.folders], self.listings])
 
 
@@ -186,8 +187,7 @@ def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code
     whole = None
     if store is not None and None not in listings.values():  # the whole folder as when last loaded: every entry of
         # every model folder the same
-        whole = checked.key("root", str(root), [(f.name, f.is_dir(), f.is_symlink()) for f in folders], listings,
-                            thorough, allow_remote_code)
+        whole = checked.key("root", str(root), state.digest, thorough, allow_remote_code)
         slot = f"root {thorough:d}{allow_remote_code:d} {root}"
         kept = store.loaded(slot, whole)
         if kept is not None:

@@ -89,7 +89,8 @@ class KeptCard:
 
 
 class CheckStore:
-    """The kept results, in one SQLite file (default_path), read whole when it opens and written back by `save`."""
+    """The kept results, in one SQLite file (default_path): each value read when first asked for, what this process
+    found written back by `save`."""
 
     def __init__(self, path: str | Path | None = None, fresh: bool = False):
         """fresh: every check is made again and every file hashed again (what `validate` does), and the results

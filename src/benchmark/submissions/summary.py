@@ -76,8 +76,7 @@ class Summary:
     task: str
     n: int
     metadata: dict  # the model config's public metadata (organisation, parameters, open_weights, ...)
-    backend: str | None
-    kind: str  # one of MODEL_KINDS
+    kind: str  # one of MODEL_KINDS, from the model's backend
     headline: Metric  # the task's headline metric (a page that shows the others reads the card whole)
     verified: bool
     judge: JudgeQuality | None
@@ -87,7 +86,6 @@ class Summary:
         outcome = card.get("judging_validation")
         return cls(model=card["model"]["name"], task=card["task"]["name"], n=card["dataset"]["n"],
                    metadata=dict(card["model"].get("metadata") or {}),
-                   backend=(card["model"].get("config") or {}).get("backend"),
                    kind=model_kind((card["model"].get("config") or {}).get("backend")),
                    headline=Metric.of(card["metrics"][card["task"]["headline"]]),
                    verified=bool((card.get("verification") or {}).get("verified")),
