@@ -114,16 +114,18 @@ def test_the_full_rule_runs_every_turn(scripted):
 
 def test_views_keep_the_two_histories_apart(scripted):
     from benchmark.kinds import make_kind
+    from benchmark.kinds.conversation import Conversation, attacker_history, target_view
 
     cfg = compose_scripted(*scripted)
     kind = make_kind(cfg.task, cfg.model)
     record = {"id": "x", "source": "custom", "seed": "hello there"}
-    turns = [{"attacker": "hello there", "target": "hi friend"}, {"attacker": "and you?", "target": "fine"}]
-    assert kind._target_view(turns, "next") == [
+    turns = [{"turn": 1, "attacker": "hello there", "target": "hi friend"},
+             {"turn": 2, "attacker": "and you?", "target": "fine"}]
+    assert target_view(kind.spec, turns, "next") == [
         {"role": "user", "content": "hello there"}, {"role": "assistant", "content": "hi friend"},
         {"role": "user", "content": "and you?"}, {"role": "assistant", "content": "fine"},
         {"role": "user", "content": "next"}]
-    view = kind._attacker_view(record, turns)
+    view = kind._attacker_prompt(record) + attacker_history(kind.spec, kind.task, Conversation(record, turns))
     assert view[0]["role"] == "system" and '"hello there"' in view[0]["content"]
     assert view[1:] == [
         {"role": "assistant", "content": "hello there"}, {"role": "user", "content": "hi friend"},

@@ -51,6 +51,10 @@ class Attack(Kind):
         self.k = spec.samples
         self.steps = [Step(s, task.name) for s in spec.judges]
         self.judge_steps = [s.name for s in self.steps]
+        for step in self.steps:
+            if step.sees != "turn":
+                raise BenchmarkError(f"{step.where}.sees={step.sees!r}: a single response has no conversation; only "
+                                     "a dialogue attack's steps may see one")
         if len(set(self.judge_steps)) != len(self.judge_steps):
             raise BenchmarkError(f"{where}.judges: step names must differ: {self.judge_steps}")
         self.metric = spec.metric

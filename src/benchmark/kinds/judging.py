@@ -17,6 +17,7 @@ from .classify import INVALID, LabelParser
 from .common import plain
 
 STEP_TYPES = ("classifier", "question")
+SEES = ("turn", "conversation")  # what a dialogue attack's step sees: the turn, or the whole conversation so far
 
 
 class Step:
@@ -24,9 +25,12 @@ class Step:
 
     def __init__(self, spec, task_name: str):
         self.spec, self.name, self.type = spec, spec.name, spec.type
+        self.sees = getattr(spec, "sees", "turn")
         self.where = f"task {task_name}: attack.judges[{spec.name}]"
         if self.type not in STEP_TYPES:
             raise BenchmarkError(f"{self.where}.type={self.type!r}: use one of {', '.join(STEP_TYPES)}")
+        if self.sees not in SEES:
+            raise BenchmarkError(f"{self.where}.sees={self.sees!r}: use one of {', '.join(SEES)}")
         if self.type == "question":
             if not spec.messages or not spec.labels or not spec.flag:
                 raise BenchmarkError(f"{self.where}: a question step needs messages, labels and flag")
@@ -39,6 +43,8 @@ class Step:
         return "classify" if self.type == "classifier" else "generate"
 
     def request(self, v: dict) -> dict:
+        if self.sees != "conversation":  # a step that sees the turn alone cannot read the conversation by mistake
+            v = {k: x for k, x in v.items() if k != "conversation"}
         if self.type == "classifier":
             return {"input": {k: render(t, v, f"{self.where}.input.{k}") for k, t in self.spec.input.items()}}
         return {"messages": [{"role": m.role, "content": render(m.content, v, f"{self.where}.messages[{i}]")}
