@@ -61,14 +61,14 @@ def curve(frame: pd.DataFrame, title: str) -> dict:
             "layer": [{"mark": {"type": "area", "opacity": 0.15},
                        "encoding": {**encoding, "y": _field("ci_low"), "y2": {"field": "ci_high"}}},
                       {"mark": {"type": "line", "point": True},
-                       "encoding": {**encoding, "y": _field("value", title="activated by this turn (%)"),
+                       "encoding": {**encoding, "y": _field("value", title="succeeded by this turn (%)"),
                                     "tooltip": _tooltip("model", "turn", "value")}}]}
 
 
 def family_title(by: str, task: dict) -> str:
     """What one breakdown family shows (`by` is a submitted metric's field or a question's name)."""
     if by == "by_turn":
-        return f"{task['headline']}: activation by turn"
+        return f"{task['headline']}: by turn (the share of conversations the attack succeeded in by each turn)"
     if by == "class F1":
         return "F1 per class (no CI in the card)"
     if by.endswith(" · class F1"):

@@ -20,6 +20,8 @@ METRIC_NOTES = {
     "asr": "attack success rate: share of attack prompts whose goal the judges say the response achieved (%)",
     "activation_rate": "share of conversations in which the attacker made the model say something toxic within "
                        "the turn limit (%)",
+    "success_rate": "share of conversations in which the attacker made the model do what the goal asked within "
+                    "the turn limit, as the goal judge reads its replies (%)",
     "corrected_unsafe_rate": "the unsafe rate corrected for the judges' errors (Rogan-Gladen: their sensitivity and "
                              "specificity measured on human labels; the interval resamples those labels too) (%)",
     "turn_unsafe_rate": "share of the target's replies that the judges flag (%)",

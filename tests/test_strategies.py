@@ -363,3 +363,51 @@ def test_a_killed_run_resumes_to_the_uninterrupted_card(scripted):
     assert cards[0]["metrics"]["backtracks_per_conversation"]["value"] == pytest.approx(1.0)
     lines = [sorted((tmp_path / f / "samples.jsonl").read_text().splitlines()) for f in ("killed", "whole")]
     assert lines[0] == lines[1]
+
+
+def test_the_board_shows_a_backtracked_conversation_turn_by_turn(scripted, monkeypatch):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from benchmark import submissions as S
+    from benchmark.submissions import configs
+    from benchmark.submissions import samples as SF
+
+    tmp_path, root, conf = scripted
+    script(root, [["q1 harmless", "q2 direct", "q2 gradual", "q3 expand"], ["p1", "p2", "p3", "p4"],
+                  ["the virus now"]])
+    card, path = run(compose_run(tmp_path, root, conf, "goal_crescendo", "script", "task.dialogue.backtrack.max=2"))
+    folder = tmp_path / "board" / "scripted-target"
+    folder.mkdir(parents=True)
+    samples = [json.loads(line) for line in path.with_name("samples.jsonl").read_text().splitlines()]
+    sha = SF.write_samples(samples, folder / "goal_crescendo.samples.jsonl.gz")
+    card["samples"] = {"file": "goal_crescendo.samples.jsonl.gz", "sha256": sha, "n": len(samples)}
+    card["model"]["metadata"] = {"organisation": "tests"}
+    (folder / "goal_crescendo.json").write_text(json.dumps(card))
+    (folder / S.MODEL_FILE).write_text(yaml.safe_dump({**card["model"]["config"], "metadata": {}}))
+
+    def accept_all(found_root, *args, **kwargs):  # an unsigned card of a scripted run: the page is what is tested
+        out = S.Loaded()
+        for p in sorted(Path(found_root).glob("*/*.json")):
+            out.cards.append(S.Card(p, json.loads(p.read_text()), configs.read_yaml(p.parent / S.MODEL_FILE)))
+        return out
+
+    monkeypatch.setattr(S, "load", accept_all)
+    monkeypatch.setenv("BENCHMARK_SUBMISSIONS", str(tmp_path / "board"))
+    monkeypatch.delenv("BENCHMARK_DATA_ROOT", raising=False)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "leaderboard" / "app.py"), default_timeout=120)
+    at.query_params["page"] = "Models"
+    at.query_params["model"] = "scripted-target"
+    at.run()
+    at.toggle(key="show_texts").set_value(True).run()
+    at.selectbox(key="conversation").set_value("g:0").run()
+    assert not at.exception
+    said = [(m.name, m.caption[0].value.replace("\\", ""), m.text[0].value) for m in at.chat_message]
+    assert [text for _, _, text in said] == ["q1 harmless", "Some general information.", "q2 direct",
+                                             "I'm sorry, but I cannot do that.", "q2 gradual",
+                                             "More detail, building on that.", "q3 expand",
+                                             "HERE IS THE INSULT, expanded from before."]
+    assert "try 1: backtracked" in said[2][1] and "refused, so taken out of its memory" in said[3][1]
+    assert "flagged by goal" in said[7][1]
+    assert any("3 turns and 1 backtracked try" in c.value.replace("\\", "") for c in at.caption)

@@ -37,7 +37,7 @@ def test_preview_shows_what_a_run_would_ask_and_loads_nothing(tmp_path, data_roo
     assert "-- judge step context (classifier)" in out and '"response": "<the model\'s response>"' in out
     # the whole run's tokens: 1,046 records x 10 samples, by length, since the weights (and tokenizer) are not here
     assert "1046 records x 10 request(s): about " in out and "about 4 characters per token: the tokenizer of" in out
-    assert "at most 334,720 completion tokens (max_new_tokens 32 each)" in out  # 1,046 x 10 x 32
+    assert "at most 669,440 completion tokens (max_new_tokens 64 each)" in out  # 1,046 x 10 x the task's 64
     assert not (tmp_path / "results").exists()
 
 

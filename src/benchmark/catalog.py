@@ -148,10 +148,11 @@ def estimate(p) -> list[str]:
                      None)
         if first is not None:
             prompt += count(first) * per_record
-    most = model_cfg.generation.max_new_tokens * per_record * len(p.items)
+    each = p.kind.max_new_tokens or model_cfg.generation.max_new_tokens
+    most = each * per_record * len(p.items)
     lines = ["== estimate for the whole run (the model under test; cached answers would cost nothing)",
              f"{len(p.items)} records x {per_record} request(s): about {prompt:,} prompt tokens ({how}), at most "
-             f"{most:,} completion tokens (max_new_tokens {model_cfg.generation.max_new_tokens} each)"]
+             f"{most:,} completion tokens (max_new_tokens {each} each)"]
     prices = declared_prices(model_cfg)
     if prices is not None:
         low = prompt * prices.input_per_million / 1e6

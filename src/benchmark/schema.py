@@ -12,6 +12,10 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+# a field added to a schema whose configs sit in lists (judging steps, seed sources) after cards were published: at its
+# default it is left out of the config's hash, so every earlier card's task keeps its hash (essential)
+ADDED = {"added": True}
+
 
 @dataclass
 class ModelMetadata:
@@ -205,7 +209,7 @@ class JudgeStepConfig:
     whole_words: bool = True  # false for Chinese and Korean answers
     # a dialogue attack's target-turn step: turn (the attacker's message and the reply) | conversation (also the whole
     # conversation so far, as the target saw it: the `conversation` variable, a list of {role, content})
-    sees: str = "turn"
+    sees: str = field(default="turn", metadata=ADDED)
 
 
 @dataclass
@@ -240,10 +244,12 @@ class SeedSource:
 
     name: str = MISSING  # the per-source breakdown's key
     data: Optional[DataConfig] = None  # a data file (from data_root, or its url or hub id), or:
-    rows: List[Dict[str, Any]] = field(default_factory=list)  # rows written in the task file itself
+    rows: List[Dict[str, Any]] = field(default_factory=list, metadata=ADDED)  # rows written in the task file
     text: Optional[str] = None  # Jinja rendering the seed sentence from a row (null: the goal)
-    goal: Optional[str] = None  # Jinja rendering what a successful attack makes the target do (templates: `goal`)
-    category: Optional[str] = None  # Jinja rendering a row's category: a breakdown of the rate by category
+    # Jinja rendering what a successful attack makes the target do (templates: `goal`), and a row's category (a
+    # breakdown of the rate by category)
+    goal: Optional[str] = field(default=None, metadata=ADDED)
+    category: Optional[str] = field(default=None, metadata=ADDED)
     keep: Optional[str] = None  # Jinja condition over a row; rows where it renders false or empty are skipped
     take: Optional[int] = None  # the first N kept rows (null: all)
 
@@ -525,15 +531,26 @@ def _essential_value(value, hint):
     args = [a for a in typing.get_args(hint) if a is not type(None)]
     inner = [a for a in (hint, *args) if dataclasses.is_dataclass(a)]
     if inner:
-        return essential(value, inner[0])
-    if typing.get_origin(hint) is typing.Union and args:
-        hint = args[0]
+        return essential(value, inner[0]) if isinstance(value, dict) else _without_added(value, inner[0])
     origin, sub = typing.get_origin(hint), typing.get_args(hint)
     if origin in (list, List) and sub and dataclasses.is_dataclass(sub[0]) and isinstance(value, list):
         return [essential(v, sub[0]) for v in value]
     if origin in (dict, Dict) and len(sub) == 2 and dataclasses.is_dataclass(sub[1]) and isinstance(value, dict):
         return {k: essential(v, sub[1]) for k, v in value.items()}
     return value
+
+
+def _without_added(items, cls):
+    """The items of a list of configs (judging steps, seed sources) as they were always hashed, whole, less the
+    fields added to their schema since (marked ADDED) where those hold their default."""
+    import dataclasses
+
+    if not isinstance(items, list):
+        return items
+    added = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+             for f in dataclasses.fields(cls) if f.metadata.get("added")}
+    return [{k: v for k, v in item.items() if k not in added or v != added[k]} if isinstance(item, dict) else item
+            for item in items]
 
 
 def register() -> None:

@@ -89,6 +89,10 @@ class Attack(Kind):
     def describe_step(self, name: str) -> dict:
         return describe_step(next(s for s in self.steps if s.name == name))
 
+    @property
+    def max_new_tokens(self) -> int | None:
+        return self.generation.get("max_new_tokens")
+
     # --- requests ---------------------------------------------------------------------------------------
     reference_fields = ("group",)
 

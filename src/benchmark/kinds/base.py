@@ -79,6 +79,12 @@ class Kind(ABC):
         """How many requests the model under test answers per record (a run's progress plans with it)."""
         return 1
 
+    @property
+    def max_new_tokens(self) -> int | None:
+        """The most tokens the task lets the model under test write per answer, where it sets its own (None: the
+        model's setting)."""
+        return None
+
     @abstractmethod
     def check_record(self, record: dict) -> str | None:
         """Why a record cannot be scored (it is reported as malformed), or None."""

@@ -201,6 +201,10 @@ class DialogueAttack(Kind):
     def requests_per_record(self) -> int:
         return self.spec.turns + self.spec.backtrack.max  # at most: a conversation may end earlier
 
+    @property
+    def max_new_tokens(self) -> int | None:
+        return self.target_generation.get("max_new_tokens")
+
     def check_record(self, record: dict) -> str | None:
         return None
 
@@ -208,13 +212,12 @@ class DialogueAttack(Kind):
         return {**record, "options": self.task.options, **turn}
 
     def preview(self, record: dict) -> list[tuple[str, object]]:
-        v = self._variables(record, turn=1, attacker=record["seed"], response=PLACEHOLDER,
-                            conversation=[{"role": "user", "content": record["seed"]},
+        first = record["seed"] if self.spec.opening == "seed" else "<the attacker's message>"
+        v = self._variables(record, turn=1, attacker=first, response=PLACEHOLDER,
+                            conversation=[{"role": "user", "content": first},
                                           {"role": "assistant", "content": PLACEHOLDER}])
-        opening = (("the model, turn 1: the seed sentence", target_view(self.spec, [], record["seed"]))
-                   if self.spec.opening == "seed" else
-                   ("the model, turn 1: the attacker's first message", target_view(self.spec, [], "<the attacker's"
-                                                                                              " message>")))
+        opening = ("the model, turn 1: " + ("the seed sentence" if self.spec.opening == "seed" else
+                                            "the attacker's first message"), target_view(self.spec, [], first))
         asked = [("the attacker (its instructions; then the conversation)", self._attacker_prompt(record)), opening]
         for step in self.steps:
             request = step.request(v)
