@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 from benchmark.kinds.classify import INVALID, Classify
 from benchmark.paths import CONF_DIR, TASKS_DIR
 from benchmark.runner import run
-from benchmark.schema import ModelConfig, TaskConfig
+from benchmark.schema import ModelConfig, task_schema
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def test_replayed_baselines_match_the_recorded_figures(compose, model, expected)
 
 @pytest.fixture(scope="module")
 def ricota():
-    task = OmegaConf.merge(OmegaConf.structured(TaskConfig), OmegaConf.load(TASKS_DIR / "ricota.yaml"))
+    task = OmegaConf.merge(OmegaConf.structured(task_schema()), OmegaConf.load(TASKS_DIR / "ricota.yaml"))
     model = OmegaConf.merge(OmegaConf.structured(ModelConfig), OmegaConf.load(CONF_DIR / "model" / "hf.yaml"))
     return Classify(task, model)
 

@@ -95,9 +95,9 @@ def test_the_card_carries_the_corrected_rate_beside_the_raw_one(compose, chatbot
     from omegaconf import OmegaConf
 
     from benchmark.kinds import make_kind
-    from benchmark.schema import ModelConfig, TaskConfig
+    from benchmark.schema import ModelConfig, task_schema
 
-    kind = make_kind(OmegaConf.merge(OmegaConf.structured(TaskConfig), card["task"]["config"]),
+    kind = make_kind(OmegaConf.merge(OmegaConf.structured(task_schema()), card["task"]["config"]),
                      OmegaConf.merge(OmegaConf.structured(ModelConfig), card["model"]["config"]))
     metrics, breakdown = rescored(card, list(read_samples(path.parent / "samples.jsonl").values()), kind)
     assert metrics == card["metrics"] and breakdown["judge_error"] == judge_error

@@ -308,7 +308,9 @@ class PinnedConfig:
 
 
 @dataclass
-class TaskConfig:
+class TaskBase:
+    """What every task file has; schema.task_schema() adds the kinds' sections (the class named TaskConfig)."""
+
     name: str = MISSING
     version: int = 1
     kind: str = MISSING  # classify | attack | dialogue_attack
@@ -322,10 +324,44 @@ class TaskConfig:
     options: Dict[str, Any] = field(default_factory=dict)  # visible to templates as `options`
     messages: List[Message] = field(default_factory=list)
     group_by: List[str] = field(default_factory=list)  # record fields for the breakdown
-    classify: Optional[ClassifyConfig] = None
-    attack: Optional[AttackConfig] = None
-    dialogue: Optional[DialogueConfig] = None
     pinned: PinnedConfig = field(default_factory=PinnedConfig)
+    # and one section per registered kind (its `section`, typed by its `section_schema`): see task_schema
+
+
+_SCHEMAS: dict = {}
+
+
+def task_schema() -> type:
+    """The task file's schema, TaskConfig: TaskBase with each registered kind's own section (classify, attack, dialogue, and
+    any kind registered since: kinds.register), made once per set of kinds."""
+    import dataclasses
+
+    from .kinds import registered
+
+    sections = _sections(registered())
+    if sections not in _SCHEMAS:
+        task = dataclasses.make_dataclass("TaskConfig", [(name, Optional[schema], field(default=None))
+                                                         for name, schema in sections], bases=(TaskBase,))
+        task.__module__ = __name__
+        run = dataclasses.make_dataclass("RunConfig", [("task", task, field(default_factory=task))],
+                                         bases=(RunBase,))
+        run.__module__ = __name__
+        _SCHEMAS[sections] = (task, run)
+    return _SCHEMAS[sections][0]
+
+
+def run_schema() -> type:
+    """The composed run's schema, RunConfig: RunBase with the task as task_schema() has it."""
+    from .kinds import registered
+
+    task_schema()
+    return _SCHEMAS[_sections(registered())][1]
+
+
+def _sections(kinds: dict) -> tuple:
+    """(section, its dataclass) of every kind that has one, in name order."""
+    return tuple(sorted(((k.section, globals()[k.section_schema] if isinstance(k.section_schema, str)
+                          else k.section_schema) for k in kinds.values() if k.section), key=lambda s: s[0]))
 
 
 @dataclass
@@ -371,9 +407,11 @@ class ValidationConfig:
 
 
 @dataclass
-class RunConfig:
+class RunBase:
+    """The run's settings; schema.run_schema() gives its task the registered kinds' sections (class RunConfig)."""
+
     model: ModelConfig = field(default_factory=ModelConfig)
-    task: TaskConfig = field(default_factory=TaskConfig)
+    task: TaskBase = field(default_factory=TaskBase)
     judge: Optional[JudgeConfig] = None
     attacker: Optional[ModelConfig] = None  # dialogue attacks: the model that steers the conversation
     limit: Optional[int] = None
@@ -496,7 +534,7 @@ def task_sha256(task: dict) -> str:
     """What decides a task's results: its config's values that are not the schema's defaults."""
     from .hashing import sha256_json
 
-    return sha256_json(essential(task, TaskConfig))
+    return sha256_json(essential(task, task_schema()))
 
 
 def essential(data, cls):
@@ -555,7 +593,7 @@ def _without_added(items, cls):
 
 def register() -> None:
     cs = ConfigStore.instance()
-    cs.store(name="run_schema", node=RunConfig)
+    cs.store(name="run_schema", node=run_schema())
     cs.store(name="detector_train_schema", node=DetectorTrainConfig)
     cs.store(name="detector_evaluate_schema", node=DetectorEvalConfig)
 

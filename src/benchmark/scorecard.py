@@ -18,7 +18,12 @@ SCHEMA_VERSION = 1
 
 
 def load_schema() -> dict:
-    return json.loads(SCHEMA_FILE.read_text())
+    """The card's JSON Schema, its task kinds those registered now (kinds.registered)."""
+    from .kinds import registered
+
+    schema = json.loads(SCHEMA_FILE.read_text())
+    schema["properties"]["task"]["properties"]["kind"]["enum"] = sorted(registered())
+    return schema
 
 
 def validate(card: dict, where: str = "score card") -> None:

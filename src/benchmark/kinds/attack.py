@@ -34,6 +34,7 @@ class Attack(Kind):
     packaged_fields = frozenset({"id", "input_sha256", "prompt_sha256", "unmatched", "responses", "group", "error"})
     said_fields = ("responses",)
     name = "attack"
+    section, section_schema = "attack", "AttackConfig"
 
     def __init__(self, task, model_cfg):
         spec = task.attack

@@ -149,6 +149,7 @@ class Classify(Kind):
                                  "prediction", "truncated_lines"})
     said_fields = ("output",)
     name = "classify"
+    section, section_schema = "classify", "ClassifyConfig"
     failed_samples = "counted as invalid answers in the metrics"
 
     def __init__(self, task, model_cfg):

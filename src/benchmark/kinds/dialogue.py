@@ -40,6 +40,7 @@ class DialogueAttack(Kind):
     packaged_fields = frozenset({"id", "input_sha256", "turns", "activated_turn", "trigger_flagged", "group", "error"})
     said_fields = ("turns",)
     name = "dialogue_attack"
+    section, section_schema = "dialogue", "DialogueConfig"
     needs_attacker = True
     added_metrics = (
         MetricSpec("judge_calls_per_conversation", 2, "the judge requests a conversation took, all steps and voters"),

@@ -34,8 +34,14 @@ from .signing import verification_problems
 DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3}|\.\d{6})?(?:Z|[+-]\d{2}:\d{2})")
 
 
-@functools.lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
+    from ..kinds import registered
+
+    return _validator_for(tuple(registered()))
+
+
+@functools.lru_cache(maxsize=4)
+def _validator_for(kinds: tuple[str, ...]) -> jsonschema.Draft202012Validator:
     from ..scorecard import load_schema
 
     return jsonschema.Draft202012Validator(load_schema())
@@ -51,9 +57,9 @@ def _task_sha256(name: str) -> str:
 def _essential_task(config) -> dict:
     """A task's definition without the values its schema gives by default: a field added to the schema later, with
     a default that keeps today's behaviour, leaves every earlier card's definition the task's."""
-    from ..schema import TaskConfig, essential
+    from ..schema import essential, task_schema
 
-    return essential(config, TaskConfig)
+    return essential(config, task_schema())
 
 
 def _schema_problems(card: dict, where: str) -> list[Problem]:
@@ -343,7 +349,10 @@ def _validation_problems(card: dict, known: dict, where: str) -> list[Problem]:
     from ..validity import validation_sets
 
     outcome = card.get("judging_validation")
-    declared = ((known.get("attack") or known.get("dialogue") or {}).get("validation") or {}).get("set")
+    from ..kinds import kind_class
+
+    section = kind_class(known["kind"]).section
+    declared = ((known.get(section) or {}).get("validation") or {}).get("set")
     if not isinstance(outcome, dict):
         return []
     pinned = {vs.name: vs for vs in validation_sets()}.get(outcome["set"])
