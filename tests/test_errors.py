@@ -172,9 +172,9 @@ def test_unreadable_data_file_names_the_path(compose, tmp_path):
 
 
 def _no_model_may_load(monkeypatch):
-    from benchmark import runner
+    from benchmark import roles
 
-    monkeypatch.setattr(runner, "load_backend", lambda *a, **k: pytest.fail("a model was loaded before the check"))
+    monkeypatch.setattr(roles, "load_backend", lambda *a, **k: pytest.fail("a model was loaded before the check"))
 
 
 def test_unwritable_output_folder_on_the_command_line(tmp_path, data_root):
@@ -189,12 +189,12 @@ def test_unwritable_output_folder_on_the_command_line(tmp_path, data_root):
 def test_full_disk_fails_before_any_model_is_loaded(compose, data_root, tmp_path, monkeypatch, where):
     import shutil
 
-    from benchmark import runner
+    from benchmark import run_folder
 
     out, cache = tmp_path / "out", tmp_path / "cache"
     full = out if where == "output" else cache
     usage = shutil.disk_usage(tmp_path)
-    monkeypatch.setattr(runner.shutil, "disk_usage",
+    monkeypatch.setattr(run_folder.shutil, "disk_usage",
                         lambda p: usage._replace(free=10 * 2**20) if Path(p) == full else usage)
     _no_model_may_load(monkeypatch)
     what = "output folder" if where == "output" else "response cache folder"

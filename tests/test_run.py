@@ -213,7 +213,7 @@ def test_torn_last_line_and_lost_samples_are_recovered_from_the_cache(compose, d
 def test_reading_a_run_being_written_leaves_its_file_as_it_is(compose, data_root):
     """Export and packaging read a run's samples without its lock: a last line still being written is left out of
     what they read and left in the file; only the run itself, resuming, cuts a torn line."""
-    from benchmark.runner import read_samples
+    from benchmark.run_folder import read_samples
 
     _, path = run(compose("limit=5"))
     samples_file = path.parent / "samples.jsonl"

@@ -57,12 +57,13 @@ def test_answers_chatbot_contexts_reproducibly(compose, smollm2, data_root, tmp_
 
 def test_attacks_itself_over_several_turns(compose, smollm2, data_root, monkeypatch):
     """The default attacker of toxicchat is SmolLM2 too: one model, loaded once, on both sides."""
+    import benchmark.roles as roles
     import benchmark.runner as runner
 
     loads = []
-    real = runner.load_backend
-    monkeypatch.setattr(runner, "_KEPT", {})  # nothing kept from an earlier test's run
-    monkeypatch.setattr(runner, "load_backend", lambda cfg, *a: loads.append(cfg.name) or real(cfg, *a))
+    real = roles.load_backend
+    monkeypatch.setattr(runner, "POOL", roles.BackendPool())  # nothing kept from an earlier test's run
+    monkeypatch.setattr(roles, "load_backend", lambda cfg, *a: loads.append(cfg.name) or real(cfg, *a))
     cfg = compose(*MODEL, "task=toxicchat", "limit=2", "task.dialogue.turns=2", "task.dialogue.stop=full",
                   "task.dialogue.attacker_generation.max_new_tokens=12",
                   "task.dialogue.target_generation.max_new_tokens=12", *JUDGES)

@@ -78,7 +78,7 @@ def test_the_rogan_gladen_correction_by_hand():
 
 
 def test_the_card_carries_the_corrected_rate_beside_the_raw_one(compose, chatbot_root):  # noqa: F811
-    from benchmark.runner import read_samples
+    from benchmark.run_folder import read_samples
     from benchmark.submissions.rules import rescored
 
     # the fixture's keyword judges reach J 0.20 on its pairs: the task declares a minimum it clears

@@ -94,5 +94,5 @@ if __name__ == "__main__":
         print(f"error: {e}", file=sys.stderr, flush=True)
         sys.exit(2)
     main()
-    if sweep.failed_jobs:
+    if sweep.LAST_SWEEP.failed_jobs:
         sys.exit(1)

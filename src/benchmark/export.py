@@ -21,7 +21,7 @@ from . import BenchmarkError
 
 def _run(folder: Path) -> tuple[dict, list[dict]]:
     from .files import inside
-    from .runner import read_samples
+    from .run_folder import read_samples
     from .submissions import read_card
 
     card_path = folder / "scorecard.json"

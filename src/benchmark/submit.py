@@ -40,7 +40,7 @@ def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None =
             replace: bool = False) -> tuple[Path, Path | None]:
     """Copy a run's card, its model config and its samples (without the data's texts) into `to/<model>/`. Returns
     the card's path and the card it replaced, if any; a signed card is replaced only with `replace`."""
-    from .runner import read_samples
+    from .run_folder import read_samples
     from .scorecard import validate
 
     card_path = run_dir / "scorecard.json"
@@ -170,7 +170,8 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
     verdicts, gold labels and groups with the submitted samples. With a verifier's private key the result is signed
     and written into the card as `verification`; without one it is only returned."""
     from .kinds import make_kind
-    from .runner import read_samples, run
+    from .run_folder import read_samples
+    from .runner import run
 
     loaded = S.load_folder(card_path.parent, True, allow_remote_code, only=card_path, data_root=data_root)
     if loaded.rejected:

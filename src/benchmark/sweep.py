@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,17 @@ from omegaconf import DictConfig, OmegaConf
 from .files import write_json
 
 JOB_FILE = "job.json"
-failed_jobs = 0  # failed jobs of the last sweep this process summarised; `python -m benchmark` exits 1 when any
+
+
+@dataclass
+class SweepOutcome:
+    """What the last sweep this process summarised found (Hydra builds the callback that fills it, so the command
+    reads it here): `python -m benchmark` exits 1 when a job failed."""
+
+    failed_jobs: int = 0
+
+
+LAST_SWEEP = SweepOutcome()
 
 
 def job_result(cfg, card: dict | None = None, card_path: Path | None = None, error: str | None = None) -> dict:
@@ -143,10 +154,9 @@ class SweepSummary(Callback):
         write_json(out / JOB_FILE, result)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        global failed_jobs
         self._summarised = True
         sweep_dir = Path(str(config.hydra.sweep.dir))
         jobs = read_jobs(sweep_dir)
-        failed_jobs = sum(1 for j in jobs if j.get("status") != "ok")
+        LAST_SWEEP.failed_jobs = sum(1 for j in jobs if j.get("status") != "ok")
         sys.stdout.flush()
         print("\n" + summary_table(jobs, sweep_dir), flush=True)

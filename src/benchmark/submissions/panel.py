@@ -19,11 +19,11 @@ def standard_panel(task: str) -> tuple[dict, dict]:
     from omegaconf import OmegaConf
 
     from ..kinds import make_kind
-    from ..runner import _judge_panel
+    from ..roles import judge_panel
     from ..schema import compose
 
     cfg = compose([f"task={task}"])
-    voters, models = _judge_panel(cfg, make_kind(cfg.task, cfg.model))
+    voters, models = judge_panel(cfg, make_kind(cfg.task, cfg.model))
     configs = {(step, voter): _comparable(OmegaConf.to_container(models[voter], resolve=True))
                for step, keys in voters.items() for voter in keys}
     pinned = OmegaConf.to_container(cfg.judge.pinned, resolve=True) if cfg.judge is not None else {}

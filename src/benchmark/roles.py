@@ -1,0 +1,91 @@
+"""A run's roles beside the model under test: the judge panel the task's steps need (its voters and their configs),
+what a card records of each judge (and its measured agreement with human labels), the task's judging validation, the
+attacker, and the pool of backends a process keeps loaded between runs."""
+
+from __future__ import annotations
+
+from omegaconf import OmegaConf
+
+from . import BenchmarkError
+from .hashing import sha256_json
+from .models import load_backend
+from .models.cached import CachedModel
+
+def judge_panel(cfg, kind) -> tuple[dict[str, list[str]], dict]:
+    """The voters of each judging step the task declares, and their model configs by panel key."""
+    if not kind.judge_steps:
+        return {}, {}
+    task = cfg.task.name
+    if cfg.judge is None:
+        raise BenchmarkError(f"task {task} needs judges for {kind.judge_steps}; choose a panel with judge=NAME "
+                             "(conf/judge/)")
+    unknown = sorted(set(cfg.judge.voters) - set(kind.judge_steps))
+    if unknown:
+        raise BenchmarkError(f"judge {cfg.judge.name}: voters for {unknown}, which task {task} does not judge "
+                             f"(its steps: {kind.judge_steps})")
+    voters = {s: list(cfg.judge.voters.get(s) or [s]) for s in kind.judge_steps}
+    missing = sorted({v for vs in voters.values() for v in vs if v not in cfg.judge.models})
+    if missing:
+        raise BenchmarkError(f"judge {cfg.judge.name} has no model {missing} for the steps of task {task}; "
+                             f"it has {sorted(cfg.judge.models)}")
+    return voters, {v: cfg.judge.models[v] for vs in voters.values() for v in vs}
+
+
+def judge_facts(judge: CachedModel, cfg) -> dict:
+    """What a card records about a judge: the backend's own facts and, for a classifier, its measured agreement with
+    human labels (validity.py)."""
+    from .validity import measure
+
+    facts = judge.backend.describe()
+    if not judge.backend.supports("classify"):
+        return facts
+    if not cfg.judge_validity:
+        return {**facts, "measured": NOT_MEASURED}
+    asked = CachedModel(judge.backend, judge.sha, judge.cache, judge.config, judge.seed)  # not the run's judge calls
+    return {**facts, "measured": measure(asked, cfg.data_root, cfg.bootstrap, cfg.seed)}
+
+
+NOT_MEASURED = "not measured: the run said judge_validity=false"
+
+
+def judging_validation(kind, panel: dict, p, cfg):
+    """The task's judging steps on their labelled set, through the run's cached judges (not its judge calls); `p`:
+    the run's plan (runner.Plan), for its voters."""
+    from .validity import judge_procedure
+
+    if not cfg.judge_validity:
+        return NOT_MEASURED
+    spec, steps = kind.judging_validation
+    asked = {key: CachedModel(j.backend, j.sha, j.cache, j.config, j.seed) for key, j in panel.items()}
+    judges = {step: [(key, asked[key]) for key in keys] for step, keys in p.voters.items()}
+    return judge_procedure(spec, steps, judges, kind.spec.tie, cfg.data_root)
+
+
+def attacker_config(cfg, kind):
+    if not kind.needs_attacker:
+        return None
+    if cfg.attacker is None:
+        raise BenchmarkError(f"task {cfg.task.name} needs an attacker model: attacker=NAME (conf/attacker/)")
+    return cfg.attacker
+
+
+class BackendPool:
+    """The backends of the last run in this process, kept loaded: a sweep on the basic launcher, or a notebook, that
+    runs the same model again (on another task, with other settings) does not load it again. A run asks it for each
+    distinct model config once (`get`), and hands back what it loaded (`keep`)."""
+
+    def __init__(self):
+        self.kept: dict = {}
+
+    @staticmethod
+    def key(config, allow_remote_code: bool, data_root) -> str:
+        """One backend per distinct model: generation settings travel with each request, so they make no other."""
+        return sha256_json([{k: v for k, v in OmegaConf.to_container(config, resolve=True).items()
+                             if k not in ("name", "metadata", "generation")}, allow_remote_code, data_root])
+
+    def get(self, key: str, config, allow_remote_code: bool, data_root):
+        return self.kept.get(key) or load_backend(config, allow_remote_code, data_root)
+
+    def keep(self, loaded: dict) -> None:
+        """The run's backends replace the earlier ones; a replay is left out (it rereads its file)."""
+        self.kept = {k: b for k, b in loaded.items() if not b.supports("replay")}
