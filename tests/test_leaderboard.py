@@ -22,6 +22,7 @@ from benchmark import BenchmarkError
 from benchmark import submissions as S
 from benchmark.submissions import configs
 from benchmark.submissions import samples as SF
+from benchmark.kinds import kind_class
 from benchmark.submissions.rules import rescored
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,6 +82,7 @@ def _dialogue_card(dst: Path) -> None:
     card = json.loads((dst / "toxicchat.json").read_text())
     card["samples"] = {"file": "toxicchat.samples.jsonl.gz", "sha256": sha, "n": N_SEEDS}
     card["metrics"], card["breakdown"] = rescored(card, samples)  # what validation derives from the samples
+    card["metrics_version"] = kind_class(card["task"]["kind"]).metrics_version()  # the metrics rescored has
     counts = {"prompt": 1200, "completion": 300, "cached_prompt": 50, "cached_completion": 10, "uncounted": 0}
     card["run"]["tokens"] = {"model": {**counts, "counted_by": ["api"]},
                              "judge utterance": {**counts, "completion": 0, "cached_completion": 0,

@@ -86,12 +86,14 @@ def test_attacks_itself_over_several_turns(compose, smollm2, data_root, monkeypa
         assert second["attacker"] != first["attacker"] and answered(first["target"]) and answered(second["target"])
 
 
+@pytest.mark.slow  # 9-15 s; RICoTA's path runs with the tiny model in every run (test_ricota.py), Korean with Qwen
 def test_classifies_korean_conversations(compose, smollm2, data_root):
     card, path = run(compose(*MODEL, "task=ricota", "limit=1", "model.generation.max_new_tokens=8"))
     assert card["run"]["failed"] == 0 and card["run"]["model_calls"] == 1
     assert all(answered(s["output"]) for s in samples_of(path))
 
 
+@pytest.mark.slow  # 5-18 s; CPAD's target and judge paths run with the tiny model in every run (test_cpad.py)
 def test_is_the_target_and_the_judge_of_cpad(compose, smollm2, tmp_path):
     """CPAD on the fixture in CPAD's schema: SmolLM2 answers each attack prompt, then judges each answer."""
     from test_cpad import SCORED, run_with_goal_judge

@@ -28,17 +28,20 @@ def _in_sweep() -> bool:
 def main(cfg):
     from hydra.core.hydra_config import HydraConfig
 
+    return _run_one(cfg, list(HydraConfig.get().overrides.task), _in_sweep())
+
+
+def _run_one(cfg, overrides: list[str], in_sweep: bool):
     from .report import table
     from .runner import run
 
-    in_sweep = _in_sweep()
     try:
         if cfg.preview is not None:
             from .catalog import preview
 
             print(preview(cfg, cfg.preview), flush=True)
             return None
-        card, path = run(cfg, list(HydraConfig.get().overrides.task))
+        card, path = run(cfg, overrides)
     except BenchmarkError as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         if in_sweep:
@@ -84,6 +87,29 @@ def _tool(argv: list[str]) -> int:
 
 TOOLS = ("list", "view", "export")
 
+
+def _single(argv: list[str]) -> int | None:
+    """A plain run (overrides only, no Hydra flag such as --multirun or --cfg): composed once with Hydra's compose
+    API, as in-process callers compose (@hydra.main composes twice); None for anything else, which goes to Hydra."""
+    if any(a.startswith("-") for a in argv):
+        return None
+    import logging
+
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .schema import compose
+
+    try:
+        cfg = compose(argv)
+    except (HydraException, OmegaConfBaseException) as e:  # as Hydra reports them: the message, no traceback
+        print("\n".join(str(x) for x in (e, e.__cause__) if x is not None), file=sys.stderr, flush=True)
+        return 1
+    # Hydra's job logging as conf/config.yaml chooses it (hydra/job_logging: stdout): INFO and above, to stdout
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    _run_one(cfg, argv, False)
+    return 0
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] in TOOLS:
         sys.exit(_tool(sys.argv[1:]))
@@ -93,6 +119,9 @@ if __name__ == "__main__":
     except BenchmarkError as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         sys.exit(2)
+    done = _single(sys.argv[1:])
+    if done is not None:
+        sys.exit(done)
     main()
     if sweep.LAST_SWEEP.failed_jobs:
         sys.exit(1)
