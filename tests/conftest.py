@@ -236,6 +236,41 @@ def compose(tmp_path):
     return _compose
 
 
+def complete_lines(path: Path) -> int:
+    """Samples on disk: whole, parseable lines (a kill can leave the last one torn)."""
+    import json
+
+    if not path.exists():
+        return 0
+    n = 0
+    for raw in path.read_bytes().splitlines(keepends=True):
+        if not raw.endswith(b"\n"):
+            break
+        json.loads(raw)
+        n += 1
+    return n
+
+
+def kill_mid_run(args, cwd: Path, samples: Path, after: int) -> None:
+    """`python -m benchmark ARGS`, killed with SIGKILL once `after` samples are on disk (it must still be running)."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "benchmark", *args], cwd=cwd, env=dict(os.environ),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while complete_lines(samples) < after:
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "the run wrote no samples"
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+
+
 def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(

@@ -4,34 +4,17 @@ nothing it had already answered; a disk that fills up mid-run stops it with a me
 import errno
 import json
 import os
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import complete_lines, kill_mid_run, run_cli
 
 from benchmark import BenchmarkError
 from benchmark.runner import run
 
 N = 300  # records
 KILL_AFTER = 25  # samples on disk before the kill
-
-
-def complete_lines(path: Path) -> int:
-    """Samples on disk: whole, parseable lines (a kill can leave the last one torn)."""
-    if not path.exists():
-        return 0
-    n = 0
-    for raw in path.read_bytes().splitlines(keepends=True):
-        if not raw.endswith(b"\n"):
-            break
-        json.loads(raw)
-        n += 1
-    return n
 
 
 def cached_answers(cache_file: Path) -> int:
@@ -43,19 +26,7 @@ def test_sigkill_then_rerun_equals_an_uninterrupted_run(tmp_path, data_root, com
     # one request per chunk: the run writes and fsyncs a sample at a time, so it is still going when we kill it
     args = ("progress=false", f"limit={N}", "chunk_size=1", f"output_dir={tmp_path / 'run'}")
     samples = tmp_path / "run" / "samples.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "benchmark", *args], cwd=tmp_path, env=dict(os.environ),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        while complete_lines(samples) < KILL_AFTER:
-            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "the run wrote no samples"
-            time.sleep(0.005)
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.wait(timeout=60)
-        proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL
+    kill_mid_run(args, tmp_path, samples, KILL_AFTER)
     assert not (tmp_path / "run" / "scorecard.json").exists()  # it was killed mid-run, not after
     finished = complete_lines(samples)
     answered = cached_answers(tmp_path / "results" / ".cache" / "responses.sqlite")

@@ -6,14 +6,12 @@ resumes to the uninterrupted run's card; and validation re-derives what backtrac
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import yaml
+from conftest import complete_lines, kill_mid_run
 
 from benchmark.runner import run
 
@@ -321,12 +319,6 @@ def test_the_published_goal_formats_load(tmp_path):
     assert len(records.items) == 12 and records.source == "task file:suite-goals"
 
 
-def complete_lines(path) -> int:
-    if not path.exists():
-        return 0
-    return sum(1 for raw in path.read_bytes().splitlines(keepends=True) if raw.endswith(b"\n"))
-
-
 def test_a_killed_run_resumes_to_the_uninterrupted_card(scripted):
     tmp_path, root, conf = scripted
     n = 150
@@ -340,19 +332,8 @@ def test_a_killed_run_resumes_to_the_uninterrupted_card(scripted):
                            "goals=many", "chunk_size=1", f"output_dir={tmp_path / folder}")]
 
     samples = tmp_path / "killed" / "samples.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "benchmark", *args("killed")], cwd=tmp_path, env=dict(os.environ),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        while complete_lines(samples) < 10:
-            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "the run wrote no samples"
-            time.sleep(0.005)
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.wait(timeout=60)
-        proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL and not (tmp_path / "killed" / "scorecard.json").exists()
+    kill_mid_run(args("killed"), tmp_path, samples, 10)
+    assert not (tmp_path / "killed" / "scorecard.json").exists()
     assert complete_lines(samples) < n
     for folder in ("killed", "whole"):
         done = subprocess.run([sys.executable, "-m", "benchmark", *args(folder)], cwd=tmp_path, capture_output=True,
