@@ -14,8 +14,6 @@ from .paths import CONF_DIR
 from .safe_yaml import check_config_dirs, search_path_folders
 from .schema import register
 
-register()
-
 
 def _in_sweep() -> bool:
     from hydra.core.hydra_config import HydraConfig
@@ -122,6 +120,7 @@ if __name__ == "__main__":
     done = _single(sys.argv[1:])
     if done is not None:
         sys.exit(done)
+    register()  # the run's schema in Hydra's config store (compose registers it for a plain run)
     main()
     if sweep.LAST_SWEEP.failed_jobs:
         sys.exit(1)
