@@ -176,9 +176,8 @@ class Attack(Kind):
 
     def _responses(self, records, model) -> list:
         """Per record: a list of k responses, None (a replay with no recorded row), or a Failure."""
-        backend = model.backend
-        if backend.supports("replay"):
-            match = getattr(backend, "match", None)
+        if model.supports("replay"):
+            match = model.match_field
             if match and any(match not in r for r in records):
                 raise BenchmarkError(f"task {self.task.name}: the replay matches records by field {match!r}, "
                                      "which its records do not have")

@@ -320,13 +320,13 @@ class Classify(Kind):
         self.messages(record)
         self.classifier_input(record)
 
-    def _fit(self, record: dict, backend) -> tuple[dict, int]:
+    def _fit(self, record: dict, model) -> tuple[dict, int]:
         """The record cut to the model's context: the fewest whole lines from the start of `truncate.field`.
 
         Returns the record and the lines cut; -1 when even the last line alone does not fit (sent as it is).
         """
         spec = self.spec.truncate
-        if spec is None or not backend.supports("overflow"):
+        if spec is None or not model.supports("overflow"):
             return record, 0
         lines = str(record[spec.field]).split("\n")
 
@@ -334,7 +334,7 @@ class Classify(Kind):
             return {**record, spec.field: "\n".join(lines[k:])}
 
         def fits(k: int) -> bool:
-            return backend.overflow(self.messages(cut_to(k)), self.generation["max_new_tokens"]) <= 0
+            return model.overflow(self.messages(cut_to(k)), self.generation["max_new_tokens"]) <= 0
 
         if fits(0):
             return record, 0
@@ -349,14 +349,13 @@ class Classify(Kind):
     def evaluate(self, records: list[dict], roles: Roles) -> list[dict]:
         """One sample per record: what was asked, what came back, the parsed labels and the gold labels."""
         model = roles.model
-        backend = model.backend
-        if getattr(backend, "match", None):
+        if model.match_field:
             raise BenchmarkError(f"task {self.task.name}: a replay matched by text (replay.match) answers attack tasks; "
                                  "classify tasks replay by record id")
-        if backend.supports("replay"):
+        if model.supports("replay"):
             outs = model("replay", [{"task": self.task.name, "id": r["id"]} for r in records])
             return [self._sample(r, None, out, 0) for r, out in zip(records, outs)]
-        if backend.supports("classify"):
+        if model.supports("classify"):
             where = f"task {self.task.name}: classify"
             if not self.spec.classifier_input or not self.single:
                 raise BenchmarkError(f"{where}: a classifier model answers one question of a task with "
@@ -368,7 +367,7 @@ class Classify(Kind):
             outs = model("classify", [{"input": x} for x in inputs])
             return [self._sample(r, x, o if isinstance(o, Failure) else self._classifier_label(o), 0, o)
                     for r, x, o in zip(records, inputs, outs)]
-        fitted = [self._fit(r, backend) for r in records]
+        fitted = [self._fit(r, model) for r in records]
         convs = [self.messages(r) for r, _ in fitted]
         if self.scoring == "generate":
             outs = model("generate", [{"messages": c, "generation": self.generation} for c in convs])

@@ -318,7 +318,7 @@ class DialogueAttack(Kind):
         writing = [c for c, u in zip(live, out) if u is None]
         if not writing:
             return out
-        if not attacker.backend.supports("generate"):  # a scripted attack: the recorded utterances per seed
+        if not attacker.supports("generate"):  # a scripted attack: the recorded utterances per seed
             said = attacker("replay", [{"task": self.task.name, "id": c.record["id"]} for c in writing])
             said = [o if isinstance(o, Failure) else _scripted(o, c.written) for c, o in zip(writing, said)]
         else:

@@ -34,6 +34,19 @@ class CachedModel:
         self.seconds = 0.0  # spent waiting for the backend's answers
         self.tokens = Tokens()  # read and written: by requests asked now, and by the answers the cache gave
 
+    def supports(self, op: str) -> bool:
+        """Whether this role's model answers `op` (what a kind may ask of a role, without reaching its backend)."""
+        return self.backend.supports(op)
+
+    def overflow(self, messages: list[dict], max_new_tokens: int) -> int:
+        """By how many tokens the messages and the answer overrun the model's context (a backend that can say)."""
+        return self.backend.overflow(messages, max_new_tokens)
+
+    @property
+    def match_field(self) -> str | None:
+        """A replay found by text: the record field its rows are matched on (replay.match); None otherwise."""
+        return getattr(self.backend, "match", None)
+
     def __call__(self, op: str, payloads: list[dict]) -> list:
         if not self.backend.supports(op):
             name = self._name()
