@@ -334,11 +334,22 @@ _SCHEMAS: dict = {}
 def task_schema() -> type:
     """The task file's schema, TaskConfig: TaskBase with each registered kind's own section (classify, attack, dialogue, and
     any kind registered since: kinds.register), made once per set of kinds."""
-    import dataclasses
-
     from .kinds import registered
 
-    sections = _sections(registered())
+    return _schemas(_sections(registered()))[0]
+
+
+def run_schema() -> type:
+    """The composed run's schema, RunConfig: RunBase with the task as task_schema() has it."""
+    from .kinds import registered
+
+    return _schemas(_sections(registered()))[1]
+
+
+def _schemas(sections: tuple) -> tuple[type, type]:
+    """(TaskConfig, RunConfig) for these kinds' sections, made once."""
+    import dataclasses
+
     if sections not in _SCHEMAS:
         task = dataclasses.make_dataclass("TaskConfig", [(name, Optional[schema], field(default=None))
                                                          for name, schema in sections], bases=(TaskBase,))
@@ -347,15 +358,7 @@ def task_schema() -> type:
                                          bases=(RunBase,))
         run.__module__ = __name__
         _SCHEMAS[sections] = (task, run)
-    return _SCHEMAS[sections][0]
-
-
-def run_schema() -> type:
-    """The composed run's schema, RunConfig: RunBase with the task as task_schema() has it."""
-    from .kinds import registered
-
-    task_schema()
-    return _SCHEMAS[_sections(registered())][1]
+    return _SCHEMAS[sections]
 
 
 def _sections(kinds: dict) -> tuple:

@@ -310,11 +310,14 @@ class DialogueAttack(Kind):
                 return [(f"turns[{i}].target", "a refusal, kept while the task could still take it back")]
         return []
 
+    def _seed_opens(self, c: Conversation) -> bool:
+        """This try is the seed sentence itself: the first try of turn 1 of a task that opens with its seeds."""
+        return self.spec.opening == "seed" and c.turn == 1 and not c.tries
+
     def _attacker_turns(self, attacker, live: list[Conversation]) -> list:
         """This try's attacker utterance per live conversation: the seed first (opening: seed), then generated (or
         scripted)."""
-        out: list = [c.record["seed"] if self.spec.opening == "seed" and c.turn == 1 and not c.tries else None
-                     for c in live]
+        out: list = [c.record["seed"] if self._seed_opens(c) else None for c in live]
         writing = [c for c, u in zip(live, out) if u is None]
         if not writing:
             return out
@@ -352,7 +355,7 @@ class DialogueAttack(Kind):
             elif u is None:  # a script with no line for this try: the conversation ends here
                 c.done = True
             else:
-                c.written += not (self.spec.opening == "seed" and c.turn == 1 and not c.tries)
+                c.written += not self._seed_opens(c)
                 playing.append((c, u))
         replies = roles.model("generate", [
             {"messages": target_view(self.spec, c.turns, u), "generation": self.target_generation,
