@@ -7,6 +7,7 @@ import sqlite3
 import pytest
 
 from benchmark.cache import ResponseCache, request_key
+from benchmark.models.requests import Classify
 
 WRITERS = 4
 BATCHES = 150  # transactions per writer
@@ -121,10 +122,10 @@ def test_answers_cached_in_another_shape_are_asked_again(tmp_path):
     cache = ResponseCache(tmp_path / "c.sqlite")
     judge = Judge()
     first = CachedModel(judge, "sha", cache)
-    assert first("classify", [{"input": {"response": "x"}}])[0]["shape"] == "v1" and first.calls == 1
+    assert first.classify([Classify({"response": "x"})])[0]["shape"] == "v1" and first.calls == 1
     judge.answer_shape = "v2"
     second = CachedModel(judge, "sha", cache)
-    assert second("classify", [{"input": {"response": "x"}}])[0]["shape"] == "v2" and second.calls == 1
+    assert second.classify([Classify({"response": "x"})])[0]["shape"] == "v2" and second.calls == 1
 
 
 def test_token_counts_are_kept_beside_answers_and_an_older_cache_still_answers(tmp_path):

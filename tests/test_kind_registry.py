@@ -15,6 +15,7 @@ from benchmark import metrics as M
 from benchmark.kinds import KINDS, register
 from benchmark.kinds.base import Kind
 from benchmark.models.cached import Failure
+from benchmark.models.requests import Classify as ClassifyRequest
 
 
 @dataclass
@@ -62,7 +63,7 @@ class Flagged(Kind):
         return [("the model", {"response": record[self.spec.field]})]
 
     def evaluate(self, records, roles):
-        outs = roles.model("classify", [{"input": {"response": r[self.spec.field]}} for r in records])
+        outs = roles.model.classify([ClassifyRequest({"response": r[self.spec.field]}) for r in records])
         return [{"id": r["id"], "input": {"text": r[self.spec.field]}, "group": {},
                  **({"flagged": None, "error": o.error} if isinstance(o, Failure)
                     else {"flagged": bool(o["unsafe"]), "error": None})} for r, o in zip(records, outs)]

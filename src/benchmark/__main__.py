@@ -7,12 +7,9 @@ With `--multirun` each job of the sweep runs here too; a job that fails is repor
 import sys
 import traceback
 
-import hydra
-
-from . import BenchmarkError, sweep
+from . import BenchmarkError
 from .paths import CONF_DIR
 from .safe_yaml import check_config_dirs, search_path_folders
-from .schema import register
 
 
 def _in_sweep() -> bool:
@@ -22,11 +19,20 @@ def _in_sweep() -> bool:
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
-@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
-def main(cfg):
+def main() -> None:
+    """A run through @hydra.main: sweeps (--multirun) and Hydra's own flags (--cfg, --help, ...)."""
+    import hydra
     from hydra.core.hydra_config import HydraConfig
 
-    return _run_one(cfg, list(HydraConfig.get().overrides.task), _in_sweep())
+    from .schema import register
+
+    register()  # the run's schema in Hydra's config store (compose registers it for a plain run)
+
+    @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
+    def job(cfg):
+        return _run_one(cfg, list(HydraConfig.get().overrides.task), _in_sweep())
+
+    job()
 
 
 def _run_one(cfg, overrides: list[str], in_sweep: bool):
@@ -43,15 +49,23 @@ def _run_one(cfg, overrides: list[str], in_sweep: bool):
     except BenchmarkError as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         if in_sweep:
+            from . import sweep
+
             return sweep.job_result(cfg, error=str(e))
         sys.exit(2)
     except Exception as e:
         if not in_sweep:
             raise
+        from . import sweep
+
         traceback.print_exc()  # into the job's log; the summary names the error
         return sweep.job_result(cfg, error=f"{type(e).__name__}: {e}")
     print(table(card, path), flush=True)
-    return sweep.job_result(cfg, card, path) if in_sweep else None
+    if not in_sweep:
+        return None
+    from . import sweep
+
+    return sweep.job_result(cfg, card, path)
 
 
 def _warn_other_checkout() -> None:
@@ -88,19 +102,26 @@ TOOLS = ("list", "view", "export")
 
 def _single(argv: list[str]) -> int | None:
     """A plain run (overrides only, no Hydra flag such as --multirun or --cfg): composed once with Hydra's compose
-    API, as in-process callers compose (@hydra.main composes twice); None for anything else, which goes to Hydra."""
+    API, as in-process callers compose (@hydra.main composes twice), or read back where the same inputs composed it
+    before (composed.py); None for anything else, which goes to Hydra."""
     if any(a.startswith("-") for a in argv):
         return None
     import logging
 
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
     from .schema import compose
 
     try:
-        cfg = compose(argv)
-    except (HydraException, OmegaConfBaseException) as e:  # as Hydra reports them: the message, no traceback
+        cfg = compose(argv)  # every config file checked first (safe_yaml.check_config_dirs)
+    except BenchmarkError as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return 2
+    except Exception as e:
+        from hydra.errors import HydraException
+        from omegaconf.errors import OmegaConfBaseException
+
+        if not isinstance(e, (HydraException, OmegaConfBaseException)):
+            raise
+        # as Hydra reports them: the message, no traceback
         print("\n".join(str(x) for x in (e, e.__cause__) if x is not None), file=sys.stderr, flush=True)
         return 1
     # Hydra's job logging as conf/config.yaml chooses it (hydra/job_logging: stdout): INFO and above, to stdout
@@ -112,15 +133,16 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] in TOOLS:
         sys.exit(_tool(sys.argv[1:]))
     _warn_other_checkout()
+    done = _single(sys.argv[1:])
+    if done is not None:
+        sys.exit(done)
     try:  # every config file Hydra may read, first: a bad one is one line, not a traceback or a hang
         check_config_dirs(search_path_folders(sys.argv[1:]))
     except BenchmarkError as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         sys.exit(2)
-    done = _single(sys.argv[1:])
-    if done is not None:
-        sys.exit(done)
-    register()  # the run's schema in Hydra's config store (compose registers it for a plain run)
     main()
+    from . import sweep
+
     if sweep.LAST_SWEEP.failed_jobs:
         sys.exit(1)

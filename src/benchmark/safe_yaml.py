@@ -10,6 +10,7 @@ finishes).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -115,14 +116,37 @@ def load(path: Path, aliases: bool = True, max_bytes: int = MAX_BYTES) -> Any:
     return yaml.load(text, Loader=_LOADER)
 
 
-def check_config_dirs(folders: list[Path]) -> None:
-    """Every *.yaml file under these folders (the config search path), before Hydra reads any of them."""
+def check_config_dirs(folders: list[Path]) -> str:
+    """Every *.yaml file under these folders (the config search path), before Hydra reads any of them; the sha256 of
+    every file's place and text, which names what a composition read (composed.py)."""
+    import hashlib
+
+    digest = hashlib.sha256()
     for folder in folders:
         if not folder.is_dir():
             continue
-        for path in sorted(folder.rglob("*.yaml")):
-            if path.is_file():
-                check(read_text(path), str(path))
+        for path in _yaml_files(folder):
+            text = read_text(path)
+            check(text, str(path))
+            digest.update(json.dumps([str(path), text]).encode())
+    return digest.hexdigest()
+
+
+def _yaml_files(folder: Path) -> list[Path]:
+    """The *.yaml files under a folder, through linked folders too (the suite's conf/task is a link to tasks/), each
+    folder walked once however many links reach it."""
+    import os
+
+    seen, out = set(), []
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs.sort()
+        out += [Path(root) / f for f in sorted(files) if f.endswith(".yaml")]
+    return out
 
 
 def search_path_folders(overrides: list[str]) -> list[Path]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 # a field added to a schema whose configs sit in lists (judging steps, seed sources) after cards were published: at its
@@ -595,6 +594,8 @@ def _without_added(items, cls):
 
 
 def register() -> None:
+    from hydra.core.config_store import ConfigStore
+
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=run_schema())
     cs.store(name="detector_train_schema", node=DetectorTrainConfig)
@@ -602,19 +603,33 @@ def register() -> None:
 
 
 def compose(overrides: list[str] | tuple[str, ...] = (), config_name: str = "config"):
-    """The run config as `python -m benchmark OVERRIDES` composes it, for code that runs the suite in-process."""
+    """The run config as `python -m benchmark OVERRIDES` composes it, for code that runs the suite in-process. The
+    run config is composed by Hydra once per set of inputs, then read back (composed.py)."""
+    from . import composed
+    from .safe_yaml import check_config_dirs, search_path_folders
+
+    files = check_config_dirs(search_path_folders(list(overrides)))
+    if config_name != "config":
+        return _hydra_compose(list(overrides), config_name)
+    key = composed.key(list(overrides), files, run_schema())
+    cfg = composed.read(key, run_schema())
+    if cfg is None:
+        cfg = _hydra_compose(list(overrides), config_name)
+        composed.keep(key, cfg)
+    return cfg
+
+
+def _hydra_compose(overrides: list[str], config_name: str):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     from .paths import CONF_DIR
-    from .safe_yaml import check_config_dirs, search_path_folders
 
-    check_config_dirs(search_path_folders(list(overrides)))
     register()
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            return hydra_compose(config_name=config_name, overrides=list(overrides))
+            return hydra_compose(config_name=config_name, overrides=overrides)
     finally:
         GlobalHydra.instance().clear()

@@ -11,6 +11,7 @@ import functools
 import numpy as np
 
 from . import metrics as M
+from .models.requests import Classify
 from .templates import render
 
 STATS = ("precision", "recall", "specificity", "f1", "macro_f1")
@@ -55,7 +56,7 @@ def measure(judge, data_root: str | None, resamples: int, seed: int, sets=None) 
         rows, _ = load_rows(vs.data, data_root, where)
         inputs = [{k: render(t, row, f"{where}: input.{k}") for k, t in vs.input.items()} for row in rows]
         gold = np.array([render(vs.unsafe, row, f"{where}: unsafe").strip() == "True" for row in rows], dtype=np.int64)
-        answers = judge("classify", [{"input": x} for x in inputs])
+        answers = judge.classify([Classify(x) for x in inputs])
         failed = sum(1 for a in answers if not isinstance(a, dict))
         if failed:
             out[vs.name] = f"not measured: {failed} of {len(rows)} requests failed"

@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 from .. import BenchmarkError
 from .. import metrics as M
 from ..models.cached import Failure
+from ..models.requests import Generate, Replay
 from ..templates import render
 from .base import Kind, Roles
 from .classify import INVALID
@@ -164,15 +165,14 @@ class Attack(Kind):
         v = {**variables(self.task, record), "response": PLACEHOLDER}
         asked = [(f"the model, {self.k} time(s), sampling {self.generation}", render_messages(self.task, record))]
         for step in self.steps:
-            request = step.request(v)
-            asked.append((f"judge step {step.name} ({step.type})", request.get("messages", request.get("input"))))
+            asked.append((f"judge step {step.name} ({step.type})", step.asks(v)))
         return asked
 
     def preflight(self, record: dict) -> None:
         render_messages(self.task, record)
         v = {**variables(self.task, record), "response": ""}
         for step in self.steps:
-            step.request(v)
+            step.asks(v)
 
     def _responses(self, records, model) -> list:
         """Per record: a list of k responses, None (a replay with no recorded row), or a Failure."""
@@ -182,13 +182,10 @@ class Attack(Kind):
                 raise BenchmarkError(f"task {self.task.name}: the replay matches records by field {match!r}, "
                                      "which its records do not have")
             model.will_not_ask(len(records) * (self.k - 1))  # one recorded answer holds a record's k responses
-            outs = model("replay", [{"task": self.task.name, "id": r["id"], **({"key": r[match]} if match else {})}
-                                    for r in records])
+            outs = model.replay([Replay(self.task.name, r["id"], r[match] if match else None) for r in records])
             return [o if o is None or isinstance(o, Failure) else self._recorded(o) for o in outs]
-        payloads = [{"messages": render_messages(self.task, r), "generation": self.generation,
-                     **({"sample": j} if self.k > 1 else {})}
-                    for r in records for j in range(self.k)]
-        outs = model("generate", payloads)
+        outs = model.generate([Generate(render_messages(self.task, r), self.generation, j if self.k > 1 else None)
+                               for r in records for j in range(self.k)])
         per_record = []
         for i in range(len(records)):
             got = outs[i * self.k : (i + 1) * self.k]

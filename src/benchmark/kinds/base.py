@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from ..models.protocol import Model
 
 
 @dataclass
 class Roles:
-    """The models a kind's evaluate asks, each a cached model (models/cached.py): the model under test, the judges
-    by step ({step: [(voter key, judge)]}), and the attacker of a kind that needs one (`needs_attacker`)."""
+    """The models a kind's evaluate asks (models.protocol.Model; a run gives cached models): the model under test,
+    the judges by step ({step: [(voter key, judge)]}), and the attacker of a kind that needs one (`needs_attacker`)."""
 
-    model: Any
-    judges: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
-    attacker: Any = None
+    model: Model
+    judges: dict[str, list[tuple[str, Model]]] = field(default_factory=dict)
+    attacker: Model | None = None
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from omegaconf import OmegaConf
 from .. import BenchmarkError
 from .. import metrics as M
 from ..models.cached import Failure
+from ..models.requests import Classify as ClassifyRequest, Generate, LogLikelihood, Replay
 from ..templates import render
 from ..text import pad, pct
 from .base import Kind, Roles
@@ -353,7 +354,7 @@ class Classify(Kind):
             raise BenchmarkError(f"task {self.task.name}: a replay matched by text (replay.match) answers attack tasks; "
                                  "classify tasks replay by record id")
         if model.supports("replay"):
-            outs = model("replay", [{"task": self.task.name, "id": r["id"]} for r in records])
+            outs = model.replay([Replay(self.task.name, r["id"]) for r in records])
             return [self._sample(r, None, out, 0) for r, out in zip(records, outs)]
         if model.supports("classify"):
             where = f"task {self.task.name}: classify"
@@ -364,16 +365,16 @@ class Classify(Kind):
                 raise BenchmarkError(f"{where}: a classifier model says unsafe or not; map that to the task's labels "
                                      "with classify.classifier_labels: {unsafe: LABEL, safe: LABEL}")
             inputs = [self.classifier_input(r) for r in records]
-            outs = model("classify", [{"input": x} for x in inputs])
+            outs = model.classify([ClassifyRequest(x) for x in inputs])
             return [self._sample(r, x, o if isinstance(o, Failure) else self._classifier_label(o), 0, o)
                     for r, x, o in zip(records, inputs, outs)]
         fitted = [self._fit(r, model) for r in records]
         convs = [self.messages(r) for r, _ in fitted]
         if self.scoring == "generate":
-            outs = model("generate", [{"messages": c, "generation": self.generation} for c in convs])
+            outs = model.generate([Generate(c, self.generation) for c in convs])
             return [self._sample(r, c, o, cut) for r, (_, cut), c, o in zip(records, fitted, convs, outs)]
         labels = self.questions[0].labels
-        outs = model("loglikelihood", [{"messages": c, "continuation": lab} for c in convs for lab in labels])
+        outs = model.loglikelihood([LogLikelihood(c, lab) for c in convs for lab in labels])
         samples = []
         for i, (r, (_, cut), c) in enumerate(zip(records, fitted, convs)):
             lls = outs[i * len(labels) : (i + 1) * len(labels)]

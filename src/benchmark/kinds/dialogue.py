@@ -22,6 +22,7 @@ from .. import BenchmarkError
 from .. import metrics as M
 from ..data import Records, load_rows, records_sha256
 from ..models.cached import Failure
+from ..models.requests import Generate, Replay
 from ..templates import render
 from .attack import NONE, PLACEHOLDER, corrected, slug
 from .judging import Step, check_tie, describe_step, judge_step, run_panel
@@ -221,12 +222,9 @@ class DialogueAttack(Kind):
                                             "the attacker's first message"), target_view(self.spec, [], first))
         asked = [("the attacker (its instructions; then the conversation)", self._attacker_prompt(record)), opening]
         for step in self.steps:
-            request = step.request(v)
-            asked.append((f"judge step {step.name}, each reply of the model", request.get("messages",
-                                                                                       request.get("input"))))
+            asked.append((f"judge step {step.name}, each reply of the model", step.asks(v)))
         for step in self.attacker_steps:
-            request = step.request({**v, "response": record["seed"]})
-            asked.append((f"judge step {step.name}, each attacker message", request.get("input")))
+            asked.append((f"judge step {step.name}, each attacker message", step.asks({**v, "response": record["seed"]})))
         return asked
 
     def preflight(self, record: dict) -> None:
@@ -234,7 +232,7 @@ class DialogueAttack(Kind):
                             conversation=[{"role": "user", "content": record["seed"]}])
         self._attacker_prompt(record)
         for step in self.steps + self.attacker_steps:
-            step.request(v)
+            step.asks(v)
         # a judged turn, a refused try: the feedback and backtrack templates render before any model loads
         conv = Conversation(record, turns=[{"turn": 1, "attacker": record["seed"], "target": "", "verdict": NONE,
                                             "judgements": {}}],
@@ -322,14 +320,14 @@ class DialogueAttack(Kind):
         if not writing:
             return out
         if not attacker.supports("generate"):  # a scripted attack: the recorded utterances per seed
-            said = attacker("replay", [{"task": self.task.name, "id": c.record["id"]} for c in writing])
+            said = attacker.replay([Replay(self.task.name, c.record["id"]) for c in writing])
             said = [o if isinstance(o, Failure) else _scripted(o, c.written) for c, o in zip(writing, said)]
         else:
-            generation = {**OmegaConf.to_container(attacker.config.generation, resolve=True),
+            generation = {**attacker.generation,
                           **self.attacker_generation}
-            said = attacker("generate", [
-                {"messages": self._attacker_prompt(c.record) + attacker_history(self.spec, self.task, c),
-                 "generation": generation, "conversation": c.record["id"]} for c in writing])
+            said = attacker.generate([
+                Generate(self._attacker_prompt(c.record) + attacker_history(self.spec, self.task, c), generation,
+                         conversation=c.record["id"]) for c in writing])
         written = iter(said)
         return [next(written) if u is None else u for u in out]
 
@@ -357,9 +355,9 @@ class DialogueAttack(Kind):
             else:
                 c.written += not self._seed_opens(c)
                 playing.append((c, u))
-        replies = roles.model("generate", [
-            {"messages": target_view(self.spec, c.turns, u), "generation": self.target_generation,
-             "conversation": c.record["id"]} for c, u in playing])
+        replies = roles.model.generate([
+            Generate(target_view(self.spec, c.turns, u), self.target_generation, conversation=c.record["id"])
+            for c, u in playing])
         answered = []
         for (c, u), reply in zip(playing, replies):
             c.asked += 1

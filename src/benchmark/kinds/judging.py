@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from omegaconf import OmegaConf
-
 from .. import BenchmarkError
 from ..models.cached import Failure
+from ..models.requests import Classify, Generate
 from ..templates import render
 from .classify import INVALID, LabelParser
 from .common import plain
@@ -38,17 +37,21 @@ class Step:
         elif not spec.input:
             raise BenchmarkError(f"{self.where}: a classifier step needs input (its named parts)")
 
-    @property
-    def op(self) -> str:
-        return "classify" if self.type == "classifier" else "generate"
-
-    def request(self, v: dict) -> dict:
+    def asks(self, v: dict):
+        """What the step asks about a response: a classifier's input (its named parts) or a question's messages."""
         if self.sees != "conversation":  # a step that sees the turn alone cannot read the conversation by mistake
             v = {k: x for k, x in v.items() if k != "conversation"}
         if self.type == "classifier":
-            return {"input": {k: render(t, v, f"{self.where}.input.{k}") for k, t in self.spec.input.items()}}
-        return {"messages": [{"role": m.role, "content": render(m.content, v, f"{self.where}.messages[{i}]")}
-                             for i, m in enumerate(self.spec.messages)]}
+            return {k: render(t, v, f"{self.where}.input.{k}") for k, t in self.spec.input.items()}
+        return [{"role": m.role, "content": render(m.content, v, f"{self.where}.messages[{i}]")}
+                for i, m in enumerate(self.spec.messages)]
+
+    def ask(self, judge, asked: list) -> list:
+        """A voter's answers to what the step asks (`asks`), each judge with its own (deterministic) generation
+        settings."""
+        if self.type == "classifier":
+            return judge.classify([Classify(x) for x in asked])
+        return judge.generate([Generate(m, judge.generation) for m in asked])
 
     def flag_label(self, v: dict) -> str:
         """The answer that flags the response for this record (the flag template, read by the same parser)."""
@@ -69,13 +72,9 @@ def judge_step(step: Step, voters, env: dict, tie_policy: str, errors: dict) -> 
     "judge <voter>: <error>" in errors[key[0]] (the sample it belongs to) and leaves the item out."""
     items = list(env)
     answers: dict = {key: {} for key in items}
-    requests = [step.request(env[key]) for key in items]
+    asked = [step.asks(env[key]) for key in items]
     for voter, judge in voters:
-        payloads = requests
-        if step.op == "generate":  # each judge with its own (deterministic) generation settings
-            generation = OmegaConf.to_container(judge.config.generation, resolve=True)
-            payloads = [{**p, "generation": generation} for p in requests]
-        for key, out in zip(items, judge(step.op, payloads)):
+        for key, out in zip(items, step.ask(judge, asked)):
             if isinstance(out, Failure):
                 errors.setdefault(key[0], f"judge {voter}: {out.error}")
                 answers.pop(key, None)

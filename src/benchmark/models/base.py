@@ -70,11 +70,11 @@ class Backend:
         verdict to its own labels (classify.classifier_labels)."""
         raise NotImplementedError(f"{type(self).__name__} is not a classifier")
 
-    def replay(self, items: list[dict]) -> list[str]:
-        """Recorded answers for records, by id: [{"task": name, "id": record id}]."""
+    def replay(self, requests: list) -> list[str]:
+        """Recorded answers for records (requests.Replay: by the record's id, or by its `match` text)."""
         raise NotImplementedError(f"{type(self).__name__} has no recorded answers")
 
-    def usage(self, op: str, payloads: list[dict], answers: list) -> list:
+    def usage(self, requests: list, answers: list) -> list:
         """The tokens each answered request read and wrote (models.usage.Usage), or None where this backend cannot
         count them. By default what an answer carries itself (an API's Reply, with the server's count); a backend
         with a tokenizer counts with it, for answers asked now and for answers from the cache alike."""

@@ -20,14 +20,14 @@ class TrainedClassifier(Backend):
         transformers.logging.disable_progress_bar()
         self.judge = Classifier(cfg.pretrained, batch_size=cfg.batch_size, device=cfg.device, name=cfg.name)
 
-    def usage(self, op, payloads, answers):
+    def usage(self, requests, answers):
         """The tokens the judge's first encoder reads of each input (truncated as it reads them)."""
         from ..detector.model import tokenize
         from ..judge.classifier import parts
         from .usage import TOKENIZER, Usage
 
         manifest = self.judge.manifest
-        ids = tokenize(self.judge.tokenizers[0], parts([p["input"] for p in payloads], manifest["with_context"]),
+        ids = tokenize(self.judge.tokenizers[0], parts([r.input for r in requests], manifest["with_context"]),
                        manifest["max_length"], manifest["with_context"])
         return [Usage(len(x), 0, TOKENIZER) for x in ids]
 

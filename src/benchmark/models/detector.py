@@ -21,13 +21,13 @@ class DiaSafetyDetector(Backend):
         transformers.logging.disable_progress_bar()
         self.detector = Detector(cfg.pretrained, batch_size=cfg.batch_size, device=cfg.device)
 
-    def usage(self, op, payloads, answers):
+    def usage(self, requests, answers):
         """The tokens the detector reads of each input (context and response, truncated as it reads them)."""
         from ..detector.model import tokenize
         from .usage import TOKENIZER, Usage
 
         det = self.detector
-        pairs = [((p["input"].get("context") or None), p["input"]["response"]) for p in payloads]
+        pairs = [((r.input.get("context") or None), r.input["response"]) for r in requests]
         return [Usage(len(ids), 0, TOKENIZER) for ids in tokenize(det.tokenizer, pairs, det.max_length,
                                                                    det.with_context)]
 

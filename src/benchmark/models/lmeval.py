@@ -292,23 +292,29 @@ class LMEvalBackend(Backend):
             seeds = [request_seed(seed, context) for seed, context in zip(seeds, contexts)]
         return self._generator.generate([self.lm.tok_encode(c) for c in contexts], generation, seeds)
 
-    def usage(self, op, payloads, answers):
+    def usage(self, requests, answers):
         """An API's answers carry the server's count; hf and vllm count with the model's tokenizer: the prompt as
         the model reads it (chat template applied), the answer without special tokens."""
         if self.cfg.backend in API_BACKENDS or not hasattr(self.lm, "tok_encode"):
-            return super().usage(op, payloads, answers)
+            return super().usage(requests, answers)
+        from .requests import Generate, LogLikelihood
         from .usage import TOKENIZER, Usage
 
         def length(text: str) -> int:
             return len(self.lm.tok_encode(text, add_special_tokens=False))
 
-        if op == "generate":
-            return [Usage(len(self.lm.tok_encode(self._context(p["messages"]))), length(a), TOKENIZER)
-                    if isinstance(a, str) else None for p, a in zip(payloads, answers)]
-        if op == "loglikelihood":  # reads the prompt and the continuation, writes nothing
-            return [Usage(len(self.lm.tok_encode(self._context(p["messages"]))) + length(" " + p["continuation"]), 0,
-                          TOKENIZER) for p in payloads]
-        return super().usage(op, payloads, answers)
+        def read(r) -> int:
+            return len(self.lm.tok_encode(self._context(r.messages)))
+
+        out = []
+        for r, a in zip(requests, answers):
+            if isinstance(r, Generate):
+                out.append(Usage(read(r), length(a), TOKENIZER) if isinstance(a, str) else None)
+            elif isinstance(r, LogLikelihood):  # reads the prompt and the continuation, writes nothing
+                out.append(Usage(read(r) + length(" " + r.continuation), 0, TOKENIZER))
+            else:
+                out.append(getattr(a, "usage", None))
+        return out
 
     def loglikelihood(self, pairs):
         from lm_eval.api.instance import Instance

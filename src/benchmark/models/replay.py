@@ -74,16 +74,16 @@ class Replay(Backend):
             outputs.append(render(self.template, self.rows[key], f"model {self.name}: replay.output"))
         return outputs
 
-    def replay(self, items):
-        """Each item: {"task", "id"} or, with `match`, {"task", "id", "key"}. Unmatched keys answer None."""
+    def replay(self, requests):
+        """By the record's id, or, with `match`, by the request's match text; unmatched texts answer None."""
         outputs = []
-        for item in items:
+        for item in requests:
             if self.match:
-                row = self.rows.get(normalise(item.get("key", "")))
+                row = self.rows.get(normalise(item.match or ""))
                 outputs.append(None if row is None else render(self.template, row, f"model {self.name}: replay.output"))
                 continue
-            row = self.rows.get(item["id"])
+            row = self.rows.get(item.id)
             if row is None:
-                raise BenchmarkError(f"model {self.name}: no recorded output for record id {item['id']!r}")
+                raise BenchmarkError(f"model {self.name}: no recorded output for record id {item.id!r}")
             outputs.append(render(self.template, row, f"model {self.name}: replay.output"))
         return outputs
