@@ -90,17 +90,17 @@ def test_turns_are_batched(scripted):
     from benchmark import runner
 
     seen = {}
-    original = runner.CachedModel.__call__
+    original = runner.CachedModel._answer
 
-    def counting(self, op, payloads):
-        seen.setdefault((self.config.name, op), []).append(len(payloads))
-        return original(self, op, payloads)
+    def counting(self, op, requests):
+        seen.setdefault((self.config.name, op), []).append(len(requests))
+        return original(self, op, requests)
 
-    runner.CachedModel.__call__ = counting
+    runner.CachedModel._answer = counting
     try:
         run(compose_scripted(*scripted))
     finally:
-        runner.CachedModel.__call__ = original
+        runner.CachedModel._answer = original
     # one call per turn for each side, covering every live conversation
     assert seen[("scripted-target", "generate")] == [4, 4, 2]
     assert seen[("scripted-attacker", "replay")] == [4, 2]  # turn 1 is the seed
