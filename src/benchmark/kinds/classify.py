@@ -158,6 +158,8 @@ class Classify(Kind):
             raise BenchmarkError(f"task {task.name}: kind classify needs a `classify:` section")
         spec = task.classify
         self.task, self.spec = task, spec
+        # each record's gold labels, rendered once: checking the record and its sample's reference both need them
+        self._targets: dict[int, tuple[dict, dict]] = {}
         where = f"task {task.name}: classify"
         if spec.questions:
             if spec.labels or spec.target:
@@ -212,11 +214,14 @@ class Classify(Kind):
         return render_messages(self.task, record)
 
     def targets(self, record: dict) -> dict:
+        kept = self._targets.get(id(record))
+        if kept is not None and kept[0] is record:  # the record is kept with them, so its id is never reused
+            return kept[1]
         v = self._variables(record)
-        return {
-            q.name: render(q.target, v, f"task {self.task.name}: {q.name or 'classify'}.target").strip()
-            for q in self.questions
-        }
+        out = {q.name: render(q.target, v, f"task {self.task.name}: {q.name or 'classify'}.target").strip()
+               for q in self.questions}
+        self._targets[id(record)] = (record, out)
+        return out
 
     reference_fields = ("target", "group")
 
