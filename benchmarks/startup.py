@@ -65,6 +65,32 @@ json.dump(out, open(sys.argv[2], "w"))
 """
 
 
+# a rerun's stages timed in one process (the run's own code, called in the order python -m benchmark calls it)
+STAGES = r"""
+import json, time
+t = [time.perf_counter()]
+from benchmark.schema import compose
+from benchmark import runner, scorecard
+from benchmark.kinds import score
+from benchmark.report import table
+t.append(time.perf_counter())
+cfg = compose(["progress=false"])
+t.append(time.perf_counter())
+p = runner.plan(cfg)
+t.append(time.perf_counter())
+done = runner.execute(p)
+t.append(time.perf_counter())
+metrics, breakdown = score(p.kind, done.samples, cfg.bootstrap, cfg.seed, done.validation)
+t.append(time.perf_counter())
+card = scorecard.assemble(p, done, metrics, breakdown, p.run_dir / "samples.jsonl", "-", 0.0, [])
+scorecard.write(card, p.run_dir / "scorecard.json")
+table(card, p.run_dir / "scorecard.json")
+t.append(time.perf_counter())
+names = ["imports", "compose (kept config)", "plan", "execute (read samples)", "bootstrap", "card"]
+print(json.dumps(dict(zip(names, [b - a for a, b in zip(t, t[1:])]))))
+"""
+
+
 def timed(cmd: list[str], cwd: Path, env: dict) -> float:
     t = time.perf_counter()
     subprocess.run(cmd, cwd=cwd, env=env, check=True, capture_output=True)
@@ -94,6 +120,9 @@ def main() -> None:
             runs.append(timed(suite, folder, env))
             script.append(timed([sys.executable, "-c", SCRIPT, data_root, str(script_out)], tmp, env))
             reruns.append(timed(suite, folder, env))
+        staged = subprocess.run([sys.executable, "-c", STAGES], cwd=tmp / "fresh0", env=env, check=True,
+                                capture_output=True, text=True)
+        stages = json.loads(staged.stdout.strip().splitlines()[-1])
         card = json.loads(next((tmp / "fresh0" / "results").rglob("scorecard.json")).read_text())
         figures = json.loads(script_out.read_text())
     base = statistics.median(script)
@@ -106,6 +135,7 @@ def main() -> None:
     s = figures["macro_f1"]
     print(f"\nmacro F1: card {100 * m['value']:.2f} [{100 * m['ci_low']:.2f}, {100 * m['ci_high']:.2f}], "
           f"script {100 * s['value']:.2f} [{100 * s['ci_low']:.2f}, {100 * s['ci_high']:.2f}]")
+    print("\na rerun's stages, in one process: " + ", ".join(f"{k} {v:.2f} s" for k, v in stages.items()))
     print("goals: the fresh run within 1.2× the script; a rerun under 1 s")
 
 
