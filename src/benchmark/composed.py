@@ -7,6 +7,7 @@ read, as in a config Hydra composed."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 from pathlib import Path
@@ -26,6 +27,7 @@ def key(overrides: list[str], files_sha256: str, schema: type) -> str:
                         _fields(schema)])
 
 
+@functools.lru_cache(maxsize=8)  # a schema class is made once per set of kinds (schema._schemas)
 def _fields(cls) -> list:
     """A dataclass schema's field names, types and defaults, nested schemas spelled out (their classes may be the
     test's or a plug-in's, defined anywhere)."""
