@@ -207,6 +207,21 @@ def breakdown_charts(cards: list, task: dict) -> None:
             st.dataframe(part.drop(columns=["by"]), hide_index=True, width="stretch")
 
 
+def models_picked(frame, sizes: list, open_weights: str, licences: list, kinds: list):
+    """The overview's rows whose model matches the filters (an empty pick: any)."""
+    if frame.empty:
+        return frame
+    if sizes:
+        frame = frame[frame["size"].isin(sizes)]
+    if open_weights != "any":
+        frame = frame[frame["open weights"] == open_weights]
+    if licences:
+        frame = frame[frame["licence"].isin(licences)]
+    if kinds:
+        frame = frame[frame["kind"].isin(kinds)]
+    return frame
+
+
 def overview_page(cards: list, registry: dict) -> None:
     st.title("Your runs" if runs_root() is not None else "Safety leaderboard for conversational models")
     st.caption("Every number is a score card produced by the suite: the value and its bootstrap 95% confidence "
@@ -232,16 +247,7 @@ def overview_page(cards: list, registry: dict) -> None:
     standard = {id(c): c.panel is None for c in chosen}
     apart = [c for c in chosen if not standard[id(c)]]
     chosen = [c for c in chosen if standard[id(c)]]
-    frame = T.overview(chosen, registry)
-    if not frame.empty:
-        if pick_size:
-            frame = frame[frame["size"].isin(pick_size)]
-        if pick_open != "any":
-            frame = frame[frame["open weights"] == pick_open]
-        if pick_licence:
-            frame = frame[frame["licence"].isin(pick_licence)]
-        if pick_kind:
-            frame = frame[frame["kind"].isin(pick_kind)]
+    frame = models_picked(T.overview(chosen, registry), pick_size, pick_open, pick_licence, pick_kind)
     if frame.empty:
         st.info("No score card matches these filters.")
         apart_table(apart, registry)
