@@ -65,29 +65,34 @@ json.dump(out, open(sys.argv[2], "w"))
 """
 
 
-# a rerun's stages timed in one process (the run's own code, called in the order python -m benchmark calls it)
+# a rerun's stages, timed in one process: runner.run itself, its stages wrapped in timers
 STAGES = r"""
 import json, time
-t = [time.perf_counter()]
-from benchmark.schema import compose
-from benchmark import runner, scorecard
-from benchmark.kinds import score
+t = time.perf_counter()
+from benchmark import kinds, runner, scorecard
 from benchmark.report import table
-t.append(time.perf_counter())
+from benchmark.schema import compose
+took = {"imports": time.perf_counter() - t}
+
+def timing(owner, name, label):
+    real = getattr(owner, name)
+    def timed(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            took[label] = took.get(label, 0.0) + time.perf_counter() - t
+    setattr(owner, name, timed)
+
+for owner, name, label in ((runner, "plan", "plan"), (runner, "execute", "execute (read samples)"),
+                           (kinds, "score", "bootstrap"), (scorecard, "assemble", "card"), (scorecard, "write", "card")):
+    timing(owner, name, label)
+t = time.perf_counter()
 cfg = compose(["progress=false"])
-t.append(time.perf_counter())
-p = runner.plan(cfg)
-t.append(time.perf_counter())
-done = runner.execute(p)
-t.append(time.perf_counter())
-metrics, breakdown = score(p.kind, done.samples, cfg.bootstrap, cfg.seed, done.validation)
-t.append(time.perf_counter())
-card = scorecard.assemble(p, done, metrics, breakdown, p.run_dir / "samples.jsonl", "-", 0.0, [])
-scorecard.write(card, p.run_dir / "scorecard.json")
-table(card, p.run_dir / "scorecard.json")
-t.append(time.perf_counter())
-names = ["imports", "compose (kept config)", "plan", "execute (read samples)", "bootstrap", "card"]
-print(json.dumps(dict(zip(names, [b - a for a, b in zip(t, t[1:])]))))
+took["compose (kept config)"] = time.perf_counter() - t
+card, path = runner.run(cfg, ["progress=false"])
+table(card, path)
+print(json.dumps(took))
 """
 
 

@@ -148,9 +148,10 @@ def chat_server(tiny_model):
 SMOLLM2 = "smollm2-135m-instruct"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(autouse=True, scope="session")
 def weights_cache(tmp_path_factory) -> Path:
-    """A weights cache of the session's own (`$BENCHMARK_CACHE`): real GGUF weights are dequantised once per session."""
+    """The suite's cache folder, the session's own (`$BENCHMARK_CACHE`): real GGUF weights are dequantised once per
+    session, and the configs and data rows tests keep never reach the user's own cache."""
     path = tmp_path_factory.mktemp("benchmark-cache")
     os.environ["BENCHMARK_CACHE"] = str(path)
     return path
@@ -231,7 +232,7 @@ def compose(tmp_path):
     from benchmark.schema import compose as compose_run
 
     def _compose(*overrides: str):
-        return compose_run([f"results_dir={tmp_path / 'results'}", "progress=false", *overrides])
+        return compose_run([f"results_dir={tmp_path / 'results'}", "progress=false", *overrides], keep=False)
 
     return _compose
 

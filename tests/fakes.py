@@ -10,15 +10,13 @@ class FakeModel:
     """Answers each operation given as a function of its request (`generate=lambda r: ...`); the others it does not
     support. Keeps every request it was asked, in order (`asked`), and the requests the kind said it will not make."""
 
-    def __init__(self, *, generation: dict | None = None, match_field: str | None = None, context: int | None = None,
-                 **answer):
+    def __init__(self, *, generation: dict | None = None, match_field: str | None = None, **answer):
         unknown = set(answer) - set(OPS)
         if unknown:
             raise TypeError(f"FakeModel answers {OPS}, not {sorted(unknown)}")
         self.answer = answer
         self.generation = dict(generation or {})
         self.match_field = match_field
-        self.context = context  # tokens (one per word) the fake's context holds, for kinds that fit prompts into it
         self.asked: list = []
         self.not_asked = 0
 
@@ -26,9 +24,7 @@ class FakeModel:
         return op in self.answer
 
     def overflow(self, messages: list[dict], max_new_tokens: int) -> int:
-        if self.context is None:
-            raise NotImplementedError("this fake model has no context length")
-        return sum(len(m["content"].split()) for m in messages) + max_new_tokens - self.context
+        raise NotImplementedError("a fake model has no context length (supports('overflow') is False)")
 
     def will_not_ask(self, n: int) -> None:
         self.not_asked += n

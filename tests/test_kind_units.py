@@ -45,8 +45,13 @@ def gold(record: dict) -> str:
     return record["category"] if record["label"] == "Unsafe" else "Safe"
 
 
-def test_the_fake_is_a_model_of_the_protocol():
+def test_the_fake_and_the_cached_model_are_models_of_the_protocol(tmp_path):
+    from benchmark.cache import ResponseCache
+    from benchmark.models.base import Backend
+    from benchmark.models.cached import CachedModel
+
     assert isinstance(FakeModel(), Model)
+    assert isinstance(CachedModel(Backend(), "sha", ResponseCache(tmp_path / "c.sqlite")), Model)
     with pytest.raises(TypeError, match="not \\['judge'\\]"):
         FakeModel(judge=lambda r: None)
 

@@ -126,7 +126,8 @@ def _single(argv: list[str]) -> int | None:
         return 1
     # Hydra's job logging as conf/config.yaml chooses it (hydra/job_logging: stdout): INFO and above, to stdout
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
-    _run_one(cfg, argv, False)
+    # the card records the task's overrides as Hydra's own overrides.task does: without Hydra's (hydra.searchpath=...)
+    _run_one(cfg, [a for a in argv if not a.lstrip("+~").startswith(("hydra.", "hydra/"))], False)
     return 0
 
 if __name__ == "__main__":

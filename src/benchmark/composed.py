@@ -21,9 +21,11 @@ KEEP = 512  # composed configs kept (a few kilobytes each)
 def key(overrides: list[str], files_sha256: str, schema: type) -> str:
     from importlib.metadata import version
 
+    import omegaconf
+
     from . import __version__
 
-    return sha256_json([__version__, version("hydra-core"), version("omegaconf"), list(overrides), files_sha256,
+    return sha256_json([__version__, version("hydra-core"), omegaconf.__version__, list(overrides), files_sha256,
                         _fields(schema)])
 
 
@@ -51,40 +53,42 @@ def _path(digest: str) -> Path:
 
 
 def read(digest: str, schema: type):
-    """The config composed under this key, typed by the schema as Hydra types it; None where none is kept."""
+    """The config composed under this key, typed by the schema as Hydra types it (struct: no key the schema lacks);
+    None where none is kept."""
+    path = _path(digest)
     try:
-        data = json.loads(_path(digest).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
+        os.utime(path)  # last used now: the folder keeps the configs used most recently
     except (OSError, ValueError):
         return None
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     try:
-        cfg = OmegaConf.merge(OmegaConf.structured(schema), OmegaConf.create(data["config"]))
-    except (OmegaConfBaseException, KeyError, TypeError):  # not a config this schema takes: compose it afresh
+        cfg = OmegaConf.merge(OmegaConf.structured(schema), OmegaConf.create(data))
+    except (OmegaConfBaseException, TypeError):  # not a config this schema takes: compose it afresh
         return None
-    OmegaConf.set_struct(cfg, data["struct"])
+    OmegaConf.set_struct(cfg, True)
     return cfg
 
 
 def keep(digest: str, cfg) -> None:
-    """Keep a composed config (written whole, then renamed: a reader never sees half a file)."""
+    """Keep a composed config, then prune the folder."""
     from omegaconf import OmegaConf
 
+    from .files import write_json
+
     path = _path(digest)
-    data = {"config": OmegaConf.to_container(cfg, resolve=False, enum_to_str=True), "struct": OmegaConf.is_struct(cfg)}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        part = path.with_suffix(f".{os.getpid()}.part")
-        part.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        os.replace(part, path)
+        write_json(path, OmegaConf.to_container(cfg, resolve=False, enum_to_str=True))
         _prune(path.parent)
     except OSError:
         pass  # a read-only cache folder: the next run composes again
 
 
 def _prune(folder: Path) -> None:
-    """Keep the folder small: past KEEP configs, the least recently written half goes."""
+    """Keep the folder small: past KEEP configs, the least recently used half goes."""
     kept = list(folder.glob("*.json"))
     if len(kept) <= KEEP:
         return

@@ -10,7 +10,6 @@ finishes).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -119,17 +118,16 @@ def load(path: Path, aliases: bool = True, max_bytes: int = MAX_BYTES) -> Any:
 def check_config_dirs(folders: list[Path]) -> str:
     """Every *.yaml file under these folders (the config search path), before Hydra reads any of them; the sha256 of
     every file's place and text, which names what a composition read (composed.py)."""
-    import hashlib
+    from .hashing import sha256_json
 
-    digest = hashlib.sha256()
+    read = []
     for folder in folders:
-        if not folder.is_dir():
-            continue
-        for path in _yaml_files(folder):
-            text = read_text(path)
-            check(text, str(path))
-            digest.update(json.dumps([str(path), text]).encode())
-    return digest.hexdigest()
+        if folder.is_dir():
+            for path in _yaml_files(folder):
+                text = read_text(path)
+                check(text, str(path))
+                read.append([str(path), text])
+    return sha256_json(read)
 
 
 def _yaml_files(folder: Path) -> list[Path]:

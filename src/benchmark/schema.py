@@ -602,9 +602,10 @@ def register() -> None:
     cs.store(name="detector_evaluate_schema", node=DetectorEvalConfig)
 
 
-def compose(overrides: list[str] | tuple[str, ...] = (), config_name: str = "config"):
+def compose(overrides: list[str] | tuple[str, ...] = (), config_name: str = "config", keep: bool = True):
     """The run config as `python -m benchmark OVERRIDES` composes it, for code that runs the suite in-process. The
-    run config is composed by Hydra once per set of inputs, then read back (composed.py)."""
+    run config is composed by Hydra once per set of inputs, then read back (composed.py); `keep=False`: overrides
+    that name a throwaway folder, whose config no later call asks for, are not kept."""
     from . import composed
     from .safe_yaml import check_config_dirs, search_path_folders
 
@@ -615,7 +616,8 @@ def compose(overrides: list[str] | tuple[str, ...] = (), config_name: str = "con
     cfg = composed.read(key, run_schema())
     if cfg is None:
         cfg = _hydra_compose(list(overrides), config_name)
-        composed.keep(key, cfg)
+        if keep:
+            composed.keep(key, cfg)
     return cfg
 
 

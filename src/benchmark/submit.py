@@ -217,7 +217,7 @@ def _rerun_config(card: dict, configs: dict, ids: list[str], tmp: Path, data_roo
     cfg = compose([f"task={card['task']['name']}", f"output_dir={tmp}/run", f"cache_dir={tmp}/cache",
                    f"seed={card['run']['seed']}", "bootstrap=10", "progress=false",
                    f"judge_validity={str(card.get('judging_validation') is not None).lower()}",
-                   f"allow_remote_code={allow_remote_code}"])
+                   f"allow_remote_code={allow_remote_code}"], keep=False)
     with open_dict(cfg):
         cfg.data_root = data_root
         cfg.ids = ids

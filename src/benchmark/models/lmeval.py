@@ -297,7 +297,6 @@ class LMEvalBackend(Backend):
         the model reads it (chat template applied), the answer without special tokens."""
         if self.cfg.backend in API_BACKENDS or not hasattr(self.lm, "tok_encode"):
             return super().usage(requests, answers)
-        from .requests import Generate, LogLikelihood
         from .usage import TOKENIZER, Usage
 
         def length(text: str) -> int:
@@ -306,15 +305,13 @@ class LMEvalBackend(Backend):
         def read(r) -> int:
             return len(self.lm.tok_encode(self._context(r.messages)))
 
-        out = []
-        for r, a in zip(requests, answers):
-            if isinstance(r, Generate):
-                out.append(Usage(read(r), length(a), TOKENIZER) if isinstance(a, str) else None)
-            elif isinstance(r, LogLikelihood):  # reads the prompt and the continuation, writes nothing
-                out.append(Usage(read(r) + length(" " + r.continuation), 0, TOKENIZER))
-            else:
-                out.append(getattr(a, "usage", None))
-        return out
+        op = requests[0].op if requests else None  # one operation per call (cached.CachedModel)
+        if op == "generate":
+            return [Usage(read(r), length(a), TOKENIZER) if isinstance(a, str) else None
+                    for r, a in zip(requests, answers)]
+        if op == "loglikelihood":  # reads the prompt and the continuation, writes nothing
+            return [Usage(read(r) + length(" " + r.continuation), 0, TOKENIZER) for r in requests]
+        return super().usage(requests, answers)
 
     def loglikelihood(self, pairs):
         from lm_eval.api.instance import Instance

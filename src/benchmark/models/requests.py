@@ -65,5 +65,3 @@ class Replay:
     def key(self) -> dict:
         return {"task": self.task, "id": self.id, **({"key": self.match} if self.match is not None else {})}
 
-
-Request = Generate | LogLikelihood | Classify | Replay
