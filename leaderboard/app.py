@@ -14,7 +14,6 @@ beside it).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -33,13 +32,12 @@ for path in (REPO / "src", HERE):  # run from a checkout without installing the 
 
 import charts as C  # noqa: E402
 import tables as T  # noqa: E402
+from cards import kept, runs_root, submissions_root  # noqa: E402
 
 from benchmark import BenchmarkError  # noqa: E402
 from benchmark import submissions as S  # noqa: E402
 from benchmark.files import inside  # noqa: E402
-from benchmark.submissions.checked import CheckStore  # noqa: E402
-from benchmark.submissions.checked import key as checked_key  # noqa: E402
-from benchmark.submissions.summary import MODEL_KINDS, Metric  # noqa: E402
+from benchmark.submissions.summary import MODEL_KINDS  # noqa: E402
 
 PAGES = ["Overview", "Tasks", "Models", "Submit"]
 PAGE_SIZE = 50
@@ -53,118 +51,10 @@ def esc(text) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", flat)
 
 
-def submissions_root() -> Path:
-    return Path(os.environ.get("BENCHMARK_SUBMISSIONS") or S.SUBMISSIONS_DIR)
-
-
-def runs_root() -> Path | None:
-    """Your own run folders (python -m benchmark view): shown instead of the published cards."""
-    return Path(os.environ["BENCHMARK_RUNS"]) if os.environ.get("BENCHMARK_RUNS") else None
-
-
-def _signature(root: Path, name: str | None = None) -> str:
-    """Changes whenever a file under root (with `name`: a file of that name) does: the key that keeps the cached load
-    fresh. A digest, not the list: Streamlit hashes a cached function's arguments on every rerun."""
-    h = hashlib.sha256()
-    todo = [str(root)] if root.is_dir() else []
-    while todo:
-        with os.scandir(todo.pop()) as found:
-            entries = sorted(found, key=lambda e: e.name)
-        for e in entries:
-            if e.is_dir(follow_symlinks=False):
-                todo.append(e.path)
-            elif e.is_file() and (name is None or e.name == name):
-                info = e.stat()
-                h.update(f"{e.path}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\0{info.st_size}\n".encode(
-                    "utf-8", "surrogateescape"))
-    return h.hexdigest()
-
-
-def showable(cards: list, registry: dict) -> None:
-    """Builds every table the pages build from these cards; raises what a page would."""
-    T.models_frame(cards)
-    T.overview(cards, registry)
-    for name in sorted({c.summary.task for c in cards}):
-        on_task = [c for c in cards if c.summary.task == name]
-        T.task_frame(on_task, name)
-        T.breakdown(on_task, registry[name])
-    for c in cards:
-        model_row(c, registry[c.summary.task])
-
-
-def board_fingerprint() -> str:
-    """The board's own code: what decides whether a card can be shown, beside the suite's checks."""
-    return hashlib.sha256(b"".join(p.read_bytes() for p in (HERE / "app.py", HERE / "tables.py"))).hexdigest()
-
-
-# a resource, not data: the same objects on every rerun (copying a thousand cards would cost each rerun a second);
-# the pages only read them
-@st.cache_resource(show_spinner="Loading score cards…", max_entries=2)
-def load(root: str, signature: str, _state=None) -> tuple[list, list[str], dict]:
-    """The cards that pass every check and that every page can show; the reasons for the others.
-
-    A card known to be showable (the same bytes shown by the same board code before, kept in the check store) is
-    not tried again, so a board of thousands of cards reads none of them whole until a page shows one."""
-    if runs_root() is not None:
-        loaded, registry = S.load_runs(Path(root))
-        cards, rejected = loaded.cards, [str(p) for p in loaded.rejected]
-        cards = showable_cards(cards, cards, registry, rejected)
-    else:
-        store = CheckStore()
-        try:
-            registry = store.registry()
-            loaded = S.load(Path(root), thorough=True, data_root=os.environ.get("BENCHMARK_DATA_ROOT"), store=store,
-                            state=_state)
-            cards, rejected = loaded.cards, [str(p) for p in loaded.rejected]
-            board = board_fingerprint()
-            every = checked_key("shown", root, signature, board)  # these very files, shown before by this code
-            if not store.shown(every):
-                keys = {id(c): checked_key("shown", c.check_key, board) for c in cards if c.check_key is not None}
-                new = [c for c in cards if id(c) not in keys or not store.shown(keys[id(c)])]
-                cards = showable_cards(cards, new, registry, rejected)
-                for c in set(map(id, new)) & set(map(id, cards)) & set(keys):
-                    store.keep_shown(keys[c])
-                if len(cards) == len(loaded.cards):
-                    store.keep_shown(every)
-            store.save()
-        finally:
-            store.close()
-    return cards, [r.replace(str(Path(root)) + os.sep, "") for r in rejected], registry
-
-
-def showable_cards(cards: list, new: list, registry: dict, rejected: list[str]) -> list:
-    """The cards every page can show, the `new` ones tried: all at once, and only when that fails each on its own
-    (a thousand cards at once take a small part of the time they take one by one). A folder with a card that cannot
-    be shown shows none (a folder is one submission). The reasons go to `rejected`."""
-    try:
-        showable(new, registry)
-        return cards
-    except Exception:
-        pass
-    failed = set()
-    for card in new:
-        try:
-            showable([card], registry)
-        except Exception as e:  # a card the checks let through that a table cannot hold
-            rejected.append(f"{card.path}: cannot be shown: {type(e).__name__}: {e}")
-            failed.add(card.path)
-    folders = {path.parent for path in failed}
-    for folder in sorted(folders):
-        others = sum(c.path.parent == folder and c.path not in failed for c in cards)
-        if others:
-            rejected.append(f"{folder}: {others} other card(s) not shown: a card of this folder cannot be shown")
-    return [c for c in cards if c.path.parent not in folders]
-
-
 def load_or_report(root: Path) -> tuple[list, list[str], dict]:
-    """`load`, or no cards and an error on the page when loading itself fails (the page still renders)."""
+    """The cards (cards.kept), or none and an error on the page when loading itself fails (the page still renders)."""
     try:
-        # run folders: only a finished (re)written card changes what is shown; a run in progress, the response cache
-        # and sweep logs churn beside them
-        if root == runs_root():
-            return load(str(root), _signature(root, "scorecard.json"))
-        state = S.RootState.of(root)  # read once: the cache's key, and what the loader looks at
-        return load(str(root), state.digest, state)
+        return kept(root)
     except Exception as e:
         st.error(esc(f"The score cards could not be loaded from {root}: {type(e).__name__}: {e}"))
     try:
@@ -357,7 +247,7 @@ def models_page(cards: list, registry: dict) -> None:
     st.dataframe(meta, hide_index=True, width="stretch")
     with st.expander("Model config (model.yaml)"):
         st.json(mine[0].model_config, expanded=False)
-    rows = [model_row(c, registry[c.summary.task]) for c in mine]
+    rows = [T.model_row(c, registry[c.summary.task]) for c in mine]
     st.dataframe(pd.DataFrame(rows).style.format("{:.1f}", subset=["value"]), hide_index=True,
                  width="stretch", key="model_cards")
     spent = T.tokens_frame(mine)
@@ -376,26 +266,6 @@ def models_page(cards: list, registry: dict) -> None:
             spec = C.family_chart(frame[frame["by"] == by], by, task, prefix=f"{task['name']}: ")
             st.vega_lite_chart(spec=spec, width="stretch")
     sample_browser(mine, registry)
-
-
-def model_row(c, task: dict) -> dict:
-    """One card's row in a model's table of cards."""
-    card, summary = c.card, c.summary
-    m = summary.headline
-    judge_error = card["breakdown"].get("judge_error") if isinstance(card["breakdown"], dict) else None
-    fixed = card["metrics"].get((judge_error or {}).get("corrected")) if isinstance(judge_error, dict) else None
-    fixed = Metric.of(fixed) if isinstance(fixed, dict) else None
-    return {"task": task["name"], "headline": task["headline"], "value": T.shown(m), "95% CI": T.ci_text(m),
-            "corrected for judge error": (f"{judge_error['corrected']}: {T.shown(fixed):.1f} {T.ci_text(fixed)}"
-                                          if fixed is not None else
-                                          str(judge_error.get("corrected", "")) if isinstance(judge_error, dict)
-                                          else ""),
-            "judges on human labels": T.judge_text(summary.judge),
-            "panel": c.panel or "the task's",
-            "better": task.get("better", "higher"), "n": summary.n,
-            "verified": "yes" if summary.verified else "", "run": card["run"]["started_at"],
-            "suite commit": (card["run"]["git_commit"] or "")[:10],
-            "judges": ", ".join(f"{j['step']}: {j['name']}" for j in card.get("judges", []))}
 
 
 def _summary(sample: dict, kind) -> dict:

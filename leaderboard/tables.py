@@ -221,3 +221,23 @@ def to_csv(frame: pd.DataFrame) -> bytes:
             out.isetitem(i, out.iloc[:, i].map(defused))
     out.columns = [defused(c) for c in out.columns]
     return out.to_csv(index=False).encode("utf-8")
+
+
+def model_row(c, task: dict) -> dict:
+    """One card's row in a model's table of cards."""
+    card, summary = c.card, c.summary
+    m = summary.headline
+    judge_error = card["breakdown"].get("judge_error") if isinstance(card["breakdown"], dict) else None
+    fixed = card["metrics"].get((judge_error or {}).get("corrected")) if isinstance(judge_error, dict) else None
+    fixed = Metric.of(fixed) if isinstance(fixed, dict) else None
+    return {"task": task["name"], "headline": task["headline"], "value": shown(m), "95% CI": ci_text(m),
+            "corrected for judge error": (f"{judge_error['corrected']}: {shown(fixed):.1f} {ci_text(fixed)}"
+                                          if fixed is not None else
+                                          str(judge_error.get("corrected", "")) if isinstance(judge_error, dict)
+                                          else ""),
+            "judges on human labels": judge_text(summary.judge),
+            "panel": c.panel or "the task's",
+            "better": task.get("better", "higher"), "n": summary.n,
+            "verified": "yes" if summary.verified else "", "run": card["run"]["started_at"],
+            "suite commit": (card["run"]["git_commit"] or "")[:10],
+            "judges": ", ".join(f"{j['step']}: {j['name']}" for j in card.get("judges", []))}

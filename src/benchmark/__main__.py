@@ -108,10 +108,15 @@ def _single(argv: list[str]) -> int | None:
         return None
     import logging
 
-    from .schema import compose
+    from .collector import long_lived, one_command
 
+    one_command()  # a sweep (--multirun) loads model after model: it goes on collecting as usual
     try:
-        cfg = compose(argv)  # every config file checked first (safe_yaml.check_config_dirs)
+        with long_lived():  # the suite's modules and its config live as long as the process
+            from . import runner  # noqa: F401  (the run's modules, loaded here with the config)
+            from .schema import compose
+
+            cfg = compose(argv)  # every config file checked first (safe_yaml.check_config_dirs)
     except BenchmarkError as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         return 2
@@ -131,11 +136,14 @@ def _single(argv: list[str]) -> int | None:
     return 0
 
 if __name__ == "__main__":
+    from .collector import before_exit
+
     if len(sys.argv) > 1 and sys.argv[1] in TOOLS:
         sys.exit(_tool(sys.argv[1:]))
     _warn_other_checkout()
     done = _single(sys.argv[1:])
     if done is not None:
+        before_exit()
         sys.exit(done)
     try:  # every config file Hydra may read, first: a bad one is one line, not a traceback or a hang
         check_config_dirs(search_path_folders(sys.argv[1:]))

@@ -65,7 +65,8 @@ def read(digest: str, schema: type):
     from omegaconf.errors import OmegaConfBaseException
 
     try:
-        cfg = OmegaConf.merge(OmegaConf.structured(schema), OmegaConf.create(data))
+        # both made here and used once: merged in place, not copied first
+        cfg = OmegaConf.unsafe_merge(OmegaConf.structured(schema), OmegaConf.create(data))
     except (OmegaConfBaseException, TypeError):  # not a config this schema takes: compose it afresh
         return None
     OmegaConf.set_struct(cfg, True)

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 class Progress:
     def __init__(self, total: int, desc: str, enabled: bool = True):
-        from tqdm import tqdm
+        self.bar = None  # progress=false: tqdm not even imported (a tenth of a quiet run's own start)
+        if enabled:
+            from tqdm import tqdm
 
-        self.bar = tqdm(total=total, desc=desc, unit="request", disable=not enabled, dynamic_ncols=True)
+            self.bar = tqdm(total=total, desc=desc, unit="request", dynamic_ncols=True)
         self.total, self.answered_by_model = total, 0
         self.others: dict[str, int] = {}
 
@@ -19,17 +21,21 @@ class Progress:
             return
         if who == "model":
             self.answered_by_model += n
-            self.bar.update(n)
+            if self.bar is not None:
+                self.bar.update(n)
         else:
             self.others[who] = self.others.get(who, 0) + n
-            self.bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in self.others.items()), refresh=False)
+            if self.bar is not None:
+                self.bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in self.others.items()), refresh=False)
 
     def will_not_ask(self, n: int) -> None:
         """Planned requests that will not be made (a conversation that ended early): the time left shrinks."""
         if n:
             self.total = max(self.answered_by_model, self.total - n)
-            self.bar.total = self.total
-            self.bar.refresh()
+            if self.bar is not None:
+                self.bar.total = self.total
+                self.bar.refresh()
 
     def close(self) -> None:
-        self.bar.close()
+        if self.bar is not None:
+            self.bar.close()

@@ -21,6 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 from . import BenchmarkError, __version__, scorecard
 from .budget import Budget
 from .cache import ResponseCache
+from .collector import long_lived
 from .files import write_json
 from .data import Records
 from .kinds import Kind, make_kind
@@ -213,7 +214,8 @@ def _ask(p: Plan, cache: ResponseCache) -> Execution:
         key = POOL.key(config, cfg.allow_remote_code, cfg.data_root)
         if key not in loaded:
             started = time.perf_counter()
-            loaded[key] = POOL.get(key, config, cfg.allow_remote_code, cfg.data_root)
+            with long_lived():  # a backend lives as long as the process (POOL keeps it)
+                loaded[key] = POOL.get(key, config, cfg.allow_remote_code, cfg.data_root)
             out.seconds["loading"] = out.seconds.get("loading", 0.0) + time.perf_counter() - started
         return loaded[key]
 

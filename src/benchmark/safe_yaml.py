@@ -10,6 +10,7 @@ finishes).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -115,19 +116,32 @@ def load(path: Path, aliases: bool = True, max_bytes: int = MAX_BYTES) -> Any:
     return yaml.load(text, Loader=_LOADER)
 
 
-def check_config_dirs(folders: list[Path]) -> str:
-    """Every *.yaml file under these folders (the config search path), before Hydra reads any of them; the sha256 of
-    every file's place and text, which names what a composition read (composed.py)."""
+@dataclass(frozen=True)
+class ConfigFiles:
+    """The *.yaml files under the config search path, read once: each file's place and text, and the sha256 of them
+    all, which names what a composition read (composed.py)."""
+
+    texts: tuple[tuple[Path, str], ...]
+    sha256: str
+
+    def check(self) -> None:
+        """Every file by the rules above, before Hydra reads any of them."""
+        for path, text in self.texts:
+            check(text, str(path))
+
+
+def config_files(folders: list[Path]) -> ConfigFiles:
     from .hashing import sha256_json
 
-    read = []
-    for folder in folders:
-        if folder.is_dir():
-            for path in _yaml_files(folder):
-                text = read_text(path)
-                check(text, str(path))
-                read.append([str(path), text])
-    return sha256_json(read)
+    texts = tuple((path, read_text(path)) for folder in folders if folder.is_dir() for path in _yaml_files(folder))
+    return ConfigFiles(texts, sha256_json([[str(path), text] for path, text in texts]))
+
+
+def check_config_dirs(folders: list[Path]) -> str:
+    """Every *.yaml file under these folders (the config search path) checked; their sha256 (ConfigFiles)."""
+    files = config_files(folders)
+    files.check()
+    return files.sha256
 
 
 def _yaml_files(folder: Path) -> list[Path]:

@@ -607,14 +607,16 @@ def compose(overrides: list[str] | tuple[str, ...] = (), config_name: str = "con
     run config is composed by Hydra once per set of inputs, then read back (composed.py); `keep=False`: overrides
     that name a throwaway folder, whose config no later call asks for, are not kept."""
     from . import composed
-    from .safe_yaml import check_config_dirs, search_path_folders
+    from .safe_yaml import config_files, search_path_folders
 
-    files = check_config_dirs(search_path_folders(list(overrides)))
+    files = config_files(search_path_folders(list(overrides)))
     if config_name != "config":
+        files.check()
         return _hydra_compose(list(overrides), config_name)
-    key = composed.key(list(overrides), files, run_schema())
-    cfg = composed.read(key, run_schema())
+    key = composed.key(list(overrides), files.sha256, run_schema())
+    cfg = composed.read(key, run_schema())  # kept only once these very files had passed the checks
     if cfg is None:
+        files.check()  # every config file, before Hydra reads any of them
         cfg = _hydra_compose(list(overrides), config_name)
         if keep:
             composed.keep(key, cfg)

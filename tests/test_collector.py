@@ -1,0 +1,53 @@
+"""The collector settings of a command that runs once and exits (benchmark/collector.py), and of every other caller."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+
+from benchmark import collector
+
+
+def test_in_process_callers_keep_the_collector_as_it_was():
+    """Tests, notebooks and sweeps go on after a run: nothing they load is frozen, collection is never paused."""
+    frozen = gc.get_freeze_count()
+    with collector.long_lived():
+        assert gc.isenabled()
+        kept = [[i] for i in range(1000)]
+    collector.before_exit()
+    assert gc.get_freeze_count() == frozen and gc.isenabled() and kept
+
+
+def test_a_one_command_process_loads_without_collecting_then_freezes_what_it_loaded():
+    code = """
+import gc
+from benchmark import collector
+collector.one_command()
+with collector.long_lived():
+    paused = not gc.isenabled()
+    loaded = [[i] for i in range(1000)]
+frozen = gc.get_freeze_count()
+garbage = [[] for _ in range(10)]
+for g in garbage:
+    g.append(g)  # cycles made after loading: still collected
+del garbage, g
+found = gc.collect()
+print(paused, gc.isenabled(), frozen >= 1000, found >= 10)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "True", "True", "True"]
+
+
+def test_collection_stays_off_where_the_caller_had_turned_it_off():
+    code = """
+import gc
+from benchmark import collector
+collector.one_command()
+gc.disable()
+with collector.long_lived():
+    pass
+print(gc.isenabled())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False"]
