@@ -117,6 +117,38 @@ def test_the_board_checks_a_card_changed_after_it_started(tmp_path, monkeypatch)
     assert any("metrics.macro_f1" in r and "is not what the samples give" in r for r in rejected), rejected
 
 
+def test_a_server_made_ready_draws_its_first_page_without_loading_and_checks_a_card_changed_after(tmp_path,
+                                                                                                   monkeypatch):
+    """serve.py loads the cards before the first visitor (cards.warm): the first page is drawn from that load, and a
+    card changed on disk after the server started is checked again, and rejected when forged."""
+    import sys
+
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    folder = _published(tmp_path / "subs")
+    monkeypatch.setenv("BENCHMARK_SUBMISSIONS", str(tmp_path / "subs"))
+    monkeypatch.setenv("BENCHMARK_CHECKS", str(tmp_path / "checks.sqlite"))
+    monkeypatch.syspath_prepend(str(APP.parent))
+    import cards
+
+    st.cache_resource.clear()  # a new server process
+    loads = _counting(monkeypatch, S, "load")
+    cards.warm()
+    assert len(loads) == 1 and "pandas" in sys.modules
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    assert not at.exception and list(at.dataframe[0].value["model"]) == ["profanity-check"]
+    assert len(loads) == 1  # the first page: the server's load, not another
+
+    card = json.loads((folder / "diasafety.json").read_text())
+    card["metrics"]["macro_f1"]["value"] = 0.99
+    (folder / "diasafety.json").write_text(json.dumps(card))
+    at.run()
+    assert len(loads) == 2 and not at.exception
+    assert not at.dataframe or "profanity-check" not in set(at.dataframe[0].value["model"])
+    assert any("metrics.macro_f1" in t.value and "is not what the samples give" in t.value for t in at.sidebar.text)
+
+
 def test_a_board_with_results_kept_reads_no_card_whole_until_a_page_shows_it(tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 

@@ -27,6 +27,7 @@ from benchmark.submissions.rules import rescored
 
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "leaderboard" / "app.py"
+SERVER = REPO / "leaderboard" / "serve.py"  # how the board is served: app.py's pages, made ready before any visitor
 PUBLISHED = ["profanity-check", "diasafety-detector", "blenderbot-small", "dialogpt-small", "ricota-solar"]
 # a model name with HTML and with Markdown: either would make an element on a page that rendered it
 HOSTILE = "<img src=x onerror=alert(1)>![x](x)"
@@ -640,7 +641,7 @@ def test_the_hosted_app_needs_only_its_requirements():
             f"at = AppTest.from_file({str(APP)!r}, default_timeout=120).run(); assert not at.exception; "
             "print(' '.join(sorted({m.split('.')[0] for m in sys.modules}))); "
             "print(' '.join(sorted(m.__file__ for n, m in sys.modules.items() "
-            "if n.split('.')[0] in ('benchmark', 'tables', 'charts') and getattr(m, '__file__', None))))")
+            "if n.split('.')[0] in ('benchmark', 'tables', 'charts', 'cards') and getattr(m, '__file__', None))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "BENCHMARK_DATA_ROOT": ""})
     assert out.returncode == 0, out.stderr[-2000:]
@@ -664,13 +665,13 @@ def test_the_hosted_app_needs_only_its_requirements():
             todo += [n for n in ast.iter_child_nodes(node) if isinstance(n, ast.stmt)]
 
     imported = set()
-    for path in [str(APP), *files_line.split()]:
+    for path in [str(APP), str(SERVER), *files_line.split()]:
         for node in module_level(ast.parse(Path(path).read_text())):
             if isinstance(node, ast.Import):
                 imported |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 imported.add(node.module.split(".")[0])
-    third_party = imported - set(sys.stdlib_module_names) - {"benchmark", "tables", "charts", "__future__"}
+    third_party = imported - set(sys.stdlib_module_names) - {"benchmark", "tables", "charts", "cards", "__future__"}
 
     def closure(names):
         seen, todo = set(), list(names)
@@ -855,14 +856,14 @@ def _listening(port: int) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("command", ["board", "view"])
+@pytest.mark.parametrize("command", ["board", "app", "view"])
 def test_the_board_and_the_viewer_listen_on_this_machine_only(command, tmp_path):
     if not Path("/proc/net/tcp").exists():
         pytest.skip("reads the listening sockets from /proc/net (Linux)")
     port = _free_port()
     _run_folder(tmp_path / "runs", "a-run")
-    argv = ([sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port), "--server.headless",
-             "true", "--browser.gatherUsageStats", "false"] if command == "board" else
+    argv = ([sys.executable, "-m", "streamlit", "run", str(SERVER if command == "board" else APP), "--server.port",
+             str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"] if command != "view" else
             [sys.executable, "-m", "benchmark", "view", str(tmp_path / "runs"), "--port", str(port), "--no-browser"])
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLIT_")}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), *filter(None, [env.get("PYTHONPATH")])])  # this checkout
@@ -957,7 +958,7 @@ def test_in_a_browser(fixture_root, tmp_path):
     from selenium.webdriver.support.ui import WebDriverWait
 
     def streamlit(port):
-        return [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port), "--server.address",
+        return [sys.executable, "-m", "streamlit", "run", str(SERVER), "--server.port", str(port), "--server.address",
                 "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"]
 
     with served(streamlit, tmp_path / "streamlit.log",
