@@ -134,11 +134,10 @@ def kept(root: Path) -> tuple[list, list[str], dict]:
 
 
 def warm() -> None:
-    """What a server does before its first visitor: import what the pages draw with (pandas alone takes half a
-    second) and load the cards, so that the first page is drawn as fast as any later one. A failure is left for the
-    page, which reports it."""
+    """What a server does before its first visitor: import what the pages draw with (the tables bring pandas, half a
+    second alone) and load the cards, so that the first page is drawn as fast as any later one. A failure is left
+    for the page, which reports it."""
     import charts  # noqa: F401
-    import pandas  # noqa: F401
 
     try:
         kept(runs_root() or submissions_root())
