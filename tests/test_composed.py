@@ -54,6 +54,29 @@ def test_an_override_or_a_changed_file_composes_afresh(counted, tmp_path):
     assert len(counted) == 3
 
 
+def test_files_are_checked_before_hydra_reads_them_and_not_again_for_a_config_kept_from_them(counted, tmp_path,
+                                                                                            monkeypatch):
+    from benchmark import BenchmarkError, safe_yaml
+
+    checked = []
+    real = safe_yaml.check
+    monkeypatch.setattr(safe_yaml, "check", lambda text, where, *a: checked.append(where) or real(text, where, *a))
+    folder = tmp_path / "mine"
+    (folder / "model").mkdir(parents=True)
+    model = folder / "model" / "mine.yaml"
+    model.write_text("name: mine\nbackend: profanity-check\n")
+    overrides = [f"hydra.searchpath=[file://{folder}]", "model=mine"]
+    S.compose(overrides)
+    assert str(model) in checked and len(counted) == 1
+    checked.clear()
+    S.compose(overrides)  # kept after these very files passed: read back unchecked
+    assert checked == [] and len(counted) == 1
+    model.write_text("name: mine\nbackend: !!python/object/apply:os.system [x]\n")
+    with pytest.raises(BenchmarkError, match="mine.yaml"):
+        S.compose(overrides)
+    assert len(counted) == 1  # refused before Hydra read it
+
+
 def test_a_kind_registered_since_changes_what_composes(counted, monkeypatch):
     from benchmark import kinds
     from benchmark.kinds.classify import Classify

@@ -116,7 +116,7 @@ def _single(argv: list[str]) -> int | None:
             from . import runner  # noqa: F401  (the run's modules, loaded here with the config)
             from .schema import compose
 
-            cfg = compose(argv)  # every config file checked first (safe_yaml.check_config_dirs)
+            cfg = compose(argv)  # every config file checked before Hydra first reads it (schema.compose)
     except BenchmarkError as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         return 2
