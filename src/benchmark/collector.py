@@ -26,9 +26,10 @@ def one_command() -> None:
 
 
 @contextmanager
-def long_lived():
+def long_lived(collect: bool = True):
     """Objects made inside live as long as the process: where it runs one command, no collection while they are
-    made, one walk when they are done, and none by a later collection; elsewhere nothing changes."""
+    made, one walk when they are done (collect=False: none, where the block leaves little garbage), and none by a
+    later collection; elsewhere nothing changes."""
     if not _ONE_COMMAND:
         yield
         return
@@ -37,7 +38,8 @@ def long_lived():
     try:
         yield
     finally:
-        gc.collect()  # the garbage the block left in cycles, before the rest is frozen for good
+        if collect:
+            gc.collect()  # the garbage the block left in cycles, before the rest is frozen for good
         gc.freeze()
         if enabled:
             gc.enable()
