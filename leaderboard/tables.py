@@ -171,9 +171,14 @@ def ranks(points: pd.DataFrame) -> dict[str, int]:
 ROW_PX, HEADER_PX = 35, 38  # st.dataframe's row and header heights
 
 
+# rows a table shows at once; more scroll inside it (a browser takes about a second more to draw a page-high table of
+# a thousand rows: benchmarks/leaderboard_browser.py)
+ROWS_IN_VIEW = 50
+
+
 def table_height(rows: int) -> int:
-    """Pixels that show every row of a table without an inner scroll bar."""
-    return HEADER_PX + ROW_PX * max(rows, 1) + 3
+    """Pixels that show every row of a table of up to ROWS_IN_VIEW rows without an inner scroll bar."""
+    return HEADER_PX + ROW_PX * min(max(rows, 1), ROWS_IN_VIEW) + 3
 
 
 def task_frame(cards: list, task: str) -> pd.DataFrame:

@@ -259,6 +259,12 @@ def test_overview_shows_each_models_headlines_and_blank_missing_cells(app, fixtu
     assert heights["overview_table"] >= 35 * (len(frame) + 1)
 
 
+def test_a_long_table_scrolls_inside_past_the_rows_in_view():
+    T = _tables()
+    assert T.table_height(3) < T.table_height(T.ROWS_IN_VIEW) == T.table_height(1000)
+    assert T.table_height(T.ROWS_IN_VIEW) >= 35 * (T.ROWS_IN_VIEW + 1)
+
+
 def test_overview_ranks_by_the_chosen_task_in_its_better_direction(app):
     at = app.run()
     lower = "diasafety_chatbot · unsafe_rate ↓"
