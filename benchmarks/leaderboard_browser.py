@@ -1,15 +1,17 @@
 """The board as its first visitor after a restart sees it: a real Streamlit server and headless Chromium, with
 synthetic cards (leaderboard_load.py's), served both ways: `streamlit run leaderboard/serve.py` (the server loads
-the cards before it takes visitors) and `streamlit run leaderboard/app.py` (the first visit loads them).
+the cards as soon as it starts) and `streamlit run leaderboard/app.py` (the first visit loads them).
 
 For each way and each repeat, a fresh server on a store of check results kept by an earlier process; printed:
-- start: from starting the server until it answers its health check (serve.py: once the cards are loaded);
-- first visit: from the browser's first request until the overview's table shows its rows;
+- start: from starting the server until it answers its health check;
+- first visit, at once: from the browser's first request, made as soon as the server answers, until the
+  overview's table shows its rows (serve.py: its loading, still under way, included);
+- first visit, later: the same with the first request made once serve.py's loading is done (after --settle s);
 - next visit: the same page loaded again (what every later visitor waits for, the browser's own work included).
 The browser is started before the server and not timed. Needs Chromium and its driver (apt-get install -y chromium
 chromium-driver). Asserts nothing.
 
-    python benchmarks/leaderboard_browser.py [--sizes 1000] [--repeats 3]
+    python benchmarks/leaderboard_browser.py [--sizes 1000] [--repeats 3] [--settle 10]
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def shown(browser, url: str) -> float:
     return time.perf_counter() - t
 
 
-def visit(browser, script: Path, root: Path, store: Path, log: Path) -> dict:
+def visit(browser, script: Path, root: Path, store: Path, log: Path, settle: float) -> dict:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE" and not k.startswith("STREAMLIT_")}
     env.update(BENCHMARK_SUBMISSIONS=str(root), BENCHMARK_CHECKS=str(store))
@@ -88,6 +90,7 @@ def visit(browser, script: Path, root: Path, store: Path, log: Path) -> dict:
                     raise SystemExit(f"{script.name} stopped: {log.read_text()[-2000:]}")
                 time.sleep(0.01)
             start = time.perf_counter() - t
+            time.sleep(settle)
             return {"start": start, "first": shown(browser, url), "next": shown(browser, url)}
         finally:
             with contextlib.suppress(ProcessLookupError):
@@ -99,6 +102,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--sizes", type=int, nargs="*", default=[1000])
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--settle", type=float, default=10.0, help="seconds before the later first visit")
     args = p.parse_args()
     browser = chromium()
     results = []
@@ -111,18 +115,22 @@ def main() -> None:
                 L.synthesize(root, n)
                 L.S.load(root, thorough=True, data_root=os.environ.get("BENCHMARK_DATA_ROOT"), store=L.CheckStore(store))
                 L.render(root, store, "plain")  # what each card can show, kept too, as after any earlier server
-                for _ in range(args.repeats):  # interleaved, so that a busier moment falls on both
+                for _ in range(args.repeats):  # interleaved, so that a busier moment falls on each
                     for script in (BOARD / "serve.py", BOARD / "app.py"):
-                        results.append((n, script.name, visit(browser, script, root, store, tmp / "server.log")))
+                        for settle in (0.0, args.settle):
+                            results.append((n, script.name, settle,
+                                            visit(browser, script, root, store, tmp / "server.log", settle)))
     finally:
         browser.quit()
-    print(f"{'cards':>6} {'served by':>9} {'start (median)':>15} {'first visit':>12} {'next visit':>11}   runs (first visit)")
+    print(f"{'cards':>6} {'served by':>9} {'start':>7} {'first visit, at once':>21} {'first visit, later':>19} "
+          f"{'next visit':>11}   (medians)")
     for n in args.sizes:
         for name in ("serve.py", "app.py"):
-            mine = [r for m, s, r in results if m == n and s == name]
-            med = {k: statistics.median(r[k] for r in mine) for k in ("start", "first", "next")}
-            print(f"{n:6d} {name:>9} {med['start']:14.2f}s {med['first']:11.2f}s {med['next']:10.2f}s   "
-                  + " ".join(f"{r['first']:.2f}" for r in mine))
+            mine = [(settle, r) for m, s, settle, r in results if m == n and s == name]
+            med = {k: statistics.median(r[k] for _, r in mine) for k in ("start", "next")}
+            at_once = statistics.median(r["first"] for settle, r in mine if not settle)
+            later = statistics.median(r["first"] for settle, r in mine if settle)
+            print(f"{n:6d} {name:>9} {med['start']:6.2f}s {at_once:20.2f}s {later:18.2f}s {med['next']:10.2f}s")
 
 
 if __name__ == "__main__":

@@ -10,9 +10,9 @@ samples) and keeps the results by content (submissions/checked.py). For each siz
   render with the results kept by an earlier process (the store read from disk, every file's identity looked at,
   the overview built from the cards' kept summaries, the app's own imports) and a rerun (Streamlit's cached load),
   two ways: as `streamlit run leaderboard/serve.py` serves the board (the server imports what the pages draw with
-  and loads the cards before its first visitor: cards.warm, counted in its start), and as `streamlit run
-  leaderboard/app.py` does (all of it in the first render). The first render is what the first visitor after a
-  restart waits for.
+  and loads the cards as soon as it starts: cards.warm, counted in its start here, so its first render is that of
+  a visitor who comes once that is done), and as `streamlit run leaderboard/app.py` does (all of it in the first
+  render). The first render is what the first visitor after a restart waits for.
 
     python benchmarks/leaderboard_load.py [--sizes 10 100 1000 10000]
 """
@@ -64,7 +64,7 @@ def synthesize(root: Path, n: int) -> None:
 # A fresh server process: Streamlit imported and started (it scans every installed package for components once, at
 # start, before any visitor), then the board's first render and a rerun. AppTest scans again for each new app, so
 # the server's one scan is handed to the board's app as a running server's would be. "served": the server also gets
-# the board ready before its first visitor, as serve.py's lifespan does (cards.warm).
+# the board ready as soon as it starts, as serve.py's lifespan does (cards.warm), and its first visitor comes after.
 SERVER = """
 import json, os, sys, time
 t = time.perf_counter()
@@ -134,7 +134,7 @@ def main() -> None:
             synthesize(root, n)
             rows.append((f"{n} synthetic cards", measure(root, stores)))
             shutil.rmtree(root)
-    print(f"{'':43} {'':17} {'serve.py (ready before visitors)':^35} {'app.py alone':^28}")
+    print(f"{'':43} {'':17} {'serve.py (visited once loaded)':^35} {'app.py alone':^28}")
     print(f"{'folder':24} {'cards':>6} {'rejected':>8} {'check, none kept':>17} {'start':>8} {'first render':>13} "
           f"{'rerun':>7}    {'start':>8} {'first render':>13} {'rerun':>7}")
     for name, r in rows:

@@ -1,4 +1,5 @@
-"""The public leaderboard: `streamlit run leaderboard/app.py`.
+"""The public leaderboard's pages: `streamlit run leaderboard/serve.py` serves them with the cards loaded as soon as
+the server starts; `streamlit run leaderboard/app.py` serves them alone. The cards come from cards.py.
 
 It reads only `submissions/` (or $BENCHMARK_SUBMISSIONS) and the task definitions in `tasks/`: no model, no GPU, no
 network. Every card passes the full checks of `python -m benchmark.submit validate` (its metrics derived again from

@@ -1,6 +1,6 @@
 """The board's score cards: which folder it shows, and the cards loaded from it once per process and change (kept by
 Streamlit's cache_resource, for every visitor), each checked by the suite, and tried against every table a page
-builds. `warm` loads them before a server takes its first visitor (serve.py)."""
+builds. `warm` loads them as soon as a server starts (serve.py)."""
 
 from __future__ import annotations
 
@@ -134,9 +134,9 @@ def kept(root: Path) -> tuple[list, list[str], dict]:
 
 
 def warm() -> None:
-    """What a server does before its first visitor: import what the pages draw with (the tables bring pandas, half a
-    second alone) and load the cards, so that the first page is drawn as fast as any later one. A failure is left
-    for the page, which reports it."""
+    """What a server does as soon as it starts: import what the pages draw with (the tables bring pandas, half a
+    second alone) and load the cards, so that a visitor after a restart finds them loaded. A failure is left for the
+    page, which reports it."""
     import charts  # noqa: F401
 
     try:

@@ -27,7 +27,7 @@ from benchmark.submissions.rules import rescored
 
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "leaderboard" / "app.py"
-SERVER = REPO / "leaderboard" / "serve.py"  # how the board is served: app.py's pages, made ready before any visitor
+SERVER = REPO / "leaderboard" / "serve.py"  # how the board is served: app.py's pages, the cards loaded at its start
 PUBLISHED = ["profanity-check", "diasafety-detector", "blenderbot-small", "dialogpt-small", "ricota-solar"]
 # a model name with HTML and with Markdown: either would make an element on a page that rendered it
 HOSTILE = "<img src=x onerror=alert(1)>![x](x)"

@@ -112,8 +112,8 @@ def _single(argv: list[str]) -> int | None:
 
     one_command()  # a sweep (--multirun) loads model after model: it goes on collecting as usual
     try:
-        # the suite's modules and its config live as long as the process, and leave under a megabyte of garbage in
-        # cycles (0.4 MB for the default run's): frozen with them rather than walked for (0.04 s)
+        # the suite's modules and its config live as long as the process, and leave a megabyte or two of garbage in
+        # cycles: frozen with them rather than walked for (0.04 s)
         with long_lived(collect=False):
             from . import runner  # noqa: F401  (the run's modules, loaded here with the config)
             from .schema import compose

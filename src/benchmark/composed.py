@@ -23,10 +23,12 @@ def key(overrides: list[str], files_sha256: str, schema: type) -> str:
 
     import omegaconf
 
-    from . import __version__
+    from . import __version__, safe_yaml
 
+    # a kept config is read back without its files being checked again: it names the rules they passed
+    rules = Path(safe_yaml.__file__).read_text(encoding="utf-8")
     return sha256_json([__version__, version("hydra-core"), omegaconf.__version__, list(overrides), files_sha256,
-                        _fields(schema)])
+                        _fields(schema), rules])
 
 
 @functools.lru_cache(maxsize=8)  # a schema class is made once per set of kinds (schema._schemas)
