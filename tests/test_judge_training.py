@@ -100,7 +100,8 @@ def test_train_measure_and_judge(tiny_encoder, tmp_path, labelled_set, compose):
     cfg = compose("model=toxicchat-classifier", f"model.pretrained={out}").model
     backend = load_backend(cfg, False)
     verdicts = backend.classify([{"response": "you stupid idiot 3"}, {"response": "how do I cook rice 1"}])
-    assert all(set(v) == {"unsafe", "score"} and 0 <= v["score"] <= 1 for v in verdicts)
+    assert all(set(v) == {"unsafe", "score", "margin"} and 0 <= v["score"] <= 1 for v in verdicts)
+    assert all(v["unsafe"] == (v["margin"] >= 0) for v in verdicts)  # the distance from the threshold
     assert backend.describe()["evaluation"]["f1"] == evaluation["f1"]
 
 
@@ -188,6 +189,8 @@ def test_list_judges_says_which_are_trained_here_and_how_to_train_the_others(tmp
 
     monkeypatch.chdir(tmp_path)  # no checkpoints here
     text = listing("judges")
-    assert "trained judges (python -m benchmark.judge train NAME):" in text
-    assert "toxicchat-classifier  not trained here: python -m benchmark.judge train toxicchat-classifier (about" in text
-    assert "diasafety-detector    not trained here: python -m benchmark.judge train diasafety-detector" in text
+    assert "trained judges (shipped in judges/; python -m benchmark.judge train NAME makes your own):" in text
+    assert ("toxicchat-classifier  shipped in judges/toxicchat-classifier; toxic_chat test F1 " in text
+            and "train your own: python -m benchmark.judge train toxicchat-classifier (about" in text)
+    assert ("diasafety-detector    shipped in judges/diasafety-detector; DiaSafety test fine macro F1 " in text
+            and "train your own: python -m benchmark.judge train diasafety-detector" in text)

@@ -150,9 +150,15 @@ def test_a_model_yaml_nested_900_deep_is_one_problem(folder):
 
 
 def test_a_model_yaml_nested_deep_enough_to_crash_the_yaml_parser_is_one_problem(folder):
-    """libyaml composes nodes recursively in C: 30,000 levels took the process down (a segmentation fault)."""
+    """libyaml composes nodes recursively in C: 30,000 levels took the process down (a segmentation fault). Whether
+    the suite's depth limit or the parser's own refuses it first depends on the PyYAML release (6.0.4's scanner
+    stops at 1,000 flow levels before the suite sees level 33); either way it is one problem naming file and line."""
     (folder / "model.yaml").write_text("name: x\nargs: " + "[" * 30_000 + "]" * 30_000 + "\n")
-    assert f"{folder / 'model.yaml'}: line 2: args: nested deeper than 32 levels" in problems_of(folder)
+    problems = problems_of(folder)
+    about_yaml = [p for p in problems if p.startswith(f"{folder / 'model.yaml'}: ")]
+    assert len(about_yaml) == 1 and about_yaml[0].startswith(f"{folder / 'model.yaml'}: line 2: ")
+    assert sorted(problems) == sorted([f"{folder / 'diasafety.json'}: its folder's model.yaml was rejected",
+                                       *about_yaml])
 
 
 @pytest.mark.parametrize("depth, field", [(40, "output[0][0][0][0][0][0][0]…: "), (100_000, "")])

@@ -69,7 +69,7 @@ def listing(what: str | None = None) -> str:
 
             names = shipped()
             width = max(len(n) for n in names) + 2
-            lines += ["trained judges (python -m benchmark.judge train NAME):"]
+            lines += ["trained judges (shipped in judges/; python -m benchmark.judge train NAME makes your own):"]
             lines += [f"  {name:<{width}}{trained_status(name)}" for name in names] + [""]
     return "\n".join(lines).rstrip()
 

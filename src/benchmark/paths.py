@@ -8,14 +8,26 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 if (PACKAGE_DIR / "conf" / "config.yaml").is_file():  # installed: the configs travel with the code
     CONF_DIR, TASKS_DIR, CHECKOUT = PACKAGE_DIR / "conf", PACKAGE_DIR / "tasks", None
+    JUDGES_DIR = PACKAGE_DIR / "judges"
     LEADERBOARD_APP = PACKAGE_DIR / "leaderboard" / "app.py"
 else:  # a source checkout: src/benchmark beside conf/, tasks/ and leaderboard/
     CHECKOUT = PACKAGE_DIR.parents[1]
-    CONF_DIR, TASKS_DIR = CHECKOUT / "conf", CHECKOUT / "tasks"
+    CONF_DIR, TASKS_DIR, JUDGES_DIR = CHECKOUT / "conf", CHECKOUT / "tasks", CHECKOUT / "judges"
     LEADERBOARD_APP = CHECKOUT / "leaderboard" / "app.py"
 # the repository a run's paths are made relative to and its git commit read from; installed: where it runs
 REPO_ROOT = CHECKOUT or Path.cwd()
 SCHEMA_FILE = PACKAGE_DIR / "scorecard.schema.json"
+
+
+SHIPPED = "judges/"  # a model config's `pretrained: judges/NAME` is the judge that ships with the suite
+
+
+def judge_folder(pretrained: str) -> Path:
+    """A trained judge's folder: `judges/NAME` is the suite's shipped judge wherever the suite runs from (a checkout
+    or an installed package); any other path is the user's own, relative to where the command runs."""
+    if pretrained.startswith(SHIPPED):
+        return JUDGES_DIR / pretrained[len(SHIPPED):]
+    return Path(pretrained).expanduser()
 
 
 def cache_root() -> Path:

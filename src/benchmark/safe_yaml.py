@@ -48,8 +48,10 @@ def check(text: str, where: str, aliases: bool = True):
     try:
         _check_depth(text, where)
         root = yaml.compose(text, Loader=_LOADER)
-    except yaml.YAMLError as e:
-        raise BenchmarkError(f"{where}: not valid YAML: {' '.join(str(e).split())}") from None
+    except yaml.YAMLError as e:  # the parser's own limits (PyYAML 6.0.4 caps flow nesting) end here too
+        mark = getattr(e, "problem_mark", None)
+        line = f"line {mark.line + 1}: " if mark is not None else ""
+        raise BenchmarkError(f"{where}: {line}not valid YAML: {' '.join(str(e).split())}") from None
     if root is None:
         return None
     sizes: dict[int, int] = {}

@@ -438,6 +438,18 @@ DIASAFETY_REMOTE = (
 
 
 @dataclass
+class Lora:
+    """A trained judge's delta over its base encoder (conf: `lora:`): LoRA adapters of rank `r` on the encoder
+    layers, the LayerNorms, pooler and head trained in full (models/encoders.py). Null there trains every weight
+    into a full checkpoint, which does not ship."""
+
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    dtype: str = "float16"  # how the delta is stored; it is computed with in float32
+
+
+@dataclass
 class DetectorTrainConfig:
     """`python -m benchmark.detector train`: see conf/detector_train.yaml."""
 
@@ -448,6 +460,7 @@ class DetectorTrainConfig:
     epochs: int = 5
     batch_size: int = 32
     lr: float = 1e-4
+    lora: Optional[Lora] = None
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
     na_ratio: float = 1.0  # one_vs_all: N/A pairs drawn from other categories per pair of the member's own
@@ -500,6 +513,7 @@ class JudgeTrainConfig:
     seeds: List[int] = field(default_factory=lambda: [1234])  # one member per seed; members' probabilities averaged
     # each group's P(unsafe) is the mean of its members'; the judge's, the mean of its groups' (one vote per encoder)
     more_encoders: List[EncoderGroup] = field(default_factory=list)
+    lora: Optional[Lora] = None
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
     length_grouped: bool = True

@@ -4,6 +4,7 @@
     python -m benchmark.submit validate [PATH ...] [--data-root DIR]    check submissions (default: the whole folder)
     python -m benchmark.submit verify CARD [--n 20] [--endpoint ROLE=URL] [--key-env ROLE=VAR] [--key PEM]
                                                                          re-run a random sample of a card's records
+    python -m benchmark.submit recall CARD [--cache-dir DIR]             a card's answers into this machine's cache
     python -m benchmark.submit pin TASK [--data-root DIR]                derive a task's `pinned:` values from its data
     python -m benchmark.submit keygen PATH                               a verifier's key pair
 """
@@ -25,7 +26,7 @@ from . import BenchmarkError, __version__
 from . import submissions as S
 from .files import inside, write_json
 from .models import model_sha256
-from .models.base import Reach
+from .models.base import Backend, Reach
 from .models.registry import backend_class
 from .submissions.base import NAME, capped
 from .submissions.checked import CheckStore
@@ -240,20 +241,23 @@ def _compared(kind, ids: list[str], submitted: dict, rerun: dict, card: dict, re
     on the same outputs and on their labelled set."""
     compared = [i for i in ids if not submitted[i].get("error") and not rerun[i].get("error")]
     same_output = sum(kind.outputs(submitted[i]) == kind.outputs(rerun[i]) for i in compared)
-    disagreeing = [i for i in compared if kind.verdicts(submitted[i]) != kind.verdicts(rerun[i])]
+    # a record the verifier's own judges found at their decision boundary may differ by float rounding alone
+    near = {i for i in compared if _near_boundary(rerun[i])}
+    disagreeing = [i for i in compared if kind.verdicts(submitted[i]) != kind.verdicts(rerun[i]) and i not in near]
     # the judges are deterministic: on the outputs both runs gave, they must have voted the same
     misjudged = [i for i in compared if kind.outputs(submitted[i]) == kind.outputs(rerun[i])
-                 and kind.judgements(submitted[i]) != kind.judgements(rerun[i])]
+                 and kind.judgements(submitted[i]) != kind.judgements(rerun[i]) and i not in near]
     # a replay's record matched or not is the recorded file's to say, as gold labels are the data's
     other_reference = [i for i in ids if any(submitted[i].get(f) != rerun[i].get(f)
                                              for f in (*kind.reference_fields, "unmatched"))]
     # the judges' flags on their labelled set decide the corrected rate: the verifier's judges must give the same
     claimed, measured = card.get("judging_validation"), rerun_card.get("judging_validation")
     judges_agree = claimed is None or (isinstance(claimed, dict) and isinstance(measured, dict)
-                                       and claimed["flagged"] == measured["flagged"])
+                                       and _same_flags(claimed["flagged"], measured))
     return {
         "n": len(ids),
         "failed": len(ids) - len(compared),
+        "near_boundary": len(near),
         "verdict_agreement": round((len(compared) - len(disagreeing)) / len(compared), 4) if compared else 0.0,
         "output_agreement": round(same_output / len(compared), 4) if compared else 0.0,
         "reference_mismatches": len(other_reference),
@@ -262,6 +266,93 @@ def _compared(kind, ids: list[str], submitted: dict, rerun: dict, card: dict, re
         "disagreeing_ids": disagreeing[:20],
         **({"misjudged_ids": misjudged[:20]} if misjudged else {}),
     }
+
+
+def _near_boundary(sample: dict) -> bool:
+    """Whether any vote in the verifier's own sample came within NEAR_BOUNDARY of its judge's decision boundary (the
+    submitted sample's margins are not read: a submitter could claim any)."""
+    from .kinds.judging import NEAR_BOUNDARY
+
+    def votes(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("votes"), dict):
+                yield from (v for v in node["votes"].values() if isinstance(v, dict))
+            for value in node.values():
+                yield from votes(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from votes(value)
+
+    return any(isinstance(v.get("margin"), (int, float)) and abs(v["margin"]) <= NEAR_BOUNDARY for v in votes(sample))
+
+
+def _same_flags(claimed: str, measured: dict) -> bool:
+    """The submitted flags on the labelled set are the verifier's, but where its judges were at the boundary."""
+    near = measured.get("near") or "0" * len(measured["flagged"])
+    return len(claimed) == len(measured["flagged"]) and all(
+        a == b or n == "1" for a, b, n in zip(claimed, measured["flagged"], near))
+
+
+class _Recalled(Backend):
+    """A model whose answers are a card's recorded responses: (prompt hash, sample number) -> text."""
+
+    operations = frozenset({"generate"})
+    requests_go = Reach.LOCAL
+
+    def __init__(self, answers: dict, seed: int, shape: str):
+        self.answers, self.seed, self.answer_shape = answers, seed, shape
+
+    def generate(self, conversations, generation, seeds=None):
+        from .hashing import sha256_json
+        from .models.cached import Failure
+
+        out = []
+        for i, messages in enumerate(conversations):
+            sample = seeds[i] - self.seed if seeds else 0  # the run's seed plus the sample's number
+            text = self.answers.get((sha256_json(messages), sample))
+            out.append(text if isinstance(text, str) else Failure("not on the card"))
+        return out
+
+    def usage(self, requests, answers):
+        return [None] * len(requests)  # counted by the model's own tokenizer when a run reads them back
+
+
+def recall(card_path: Path, data_root: str | None, cache_dir: Path) -> int:
+    """A published card's answers put into this machine's response cache, keyed as its model config asks them: a
+    rebuild of the card (submissions/reproduce.sh) then asks the model only what the card does not hold, and judges
+    every answer with today's judges. The answers are as trustworthy as the card; verify re-runs a random sample of
+    records live. For cards whose samples record one prompt and its responses (kind attack). Returns the answers
+    cached."""
+    from .runner import POOL, run
+
+    loaded = S.load_folder(card_path.parent, True, False, only=card_path, data_root=data_root)
+    if loaded.rejected:
+        raise BenchmarkError("the card does not validate; fix it before recalling its answers:\n  " +
+                             "\n  ".join(map(str, loaded.rejected)))
+    card = loaded.cards[0].card
+    if card["task"]["kind"] != "attack" or card.get("attacker"):
+        raise BenchmarkError(f"{card_path}: recall reads cards of kind attack (one prompt, its responses); this one "
+                             f"is {card['task']['kind']}: rebuild it by running its model")
+    samples = S.read_samples(card_path.parent / card["samples"]["file"])
+    answers = {(s["prompt_sha256"], j): r.get("text") for s in samples if isinstance(s.get("responses"), list)
+               for j, r in enumerate(s["responses"]) if isinstance(r, dict)}
+    # the rebuild judges the answers; this run only puts them in the cache
+    skipped = {"name": "recall-unjudged", "backend": "keywords", "phrases": ["\u0000"]}
+    configs = {"model": card["model"]["config"], **{j["voter"]: skipped for j in card.get("judges") or []}}
+    with tempfile.TemporaryDirectory(prefix="recall-") as tmp:
+        cfg = _rerun_config(card, configs, sorted(s["id"] for s in samples), Path(tmp), data_root, False)
+        from omegaconf import open_dict
+
+        with open_dict(cfg):
+            cfg.cache_dir, cfg.judge_validity = str(cache_dir), False
+        recalled = _Recalled(answers, int(card["run"]["seed"]), backend_class(cfg.model).answer_shape)
+        real_get = POOL.get
+        POOL.get = lambda key, config, *a: recalled if config.name == cfg.model.name else real_get(key, config, *a)
+        try:
+            run(cfg)
+        finally:
+            POOL.get, POOL.kept = real_get, {}
+    return sum(isinstance(t, str) for t in answers.values())
 
 
 def _pairs(values: list[str], flag: str) -> dict[str, str]:
@@ -274,7 +365,7 @@ def _pairs(values: list[str], flag: str) -> dict[str, str]:
     return out
 
 
-COMMANDS = ("package", "validate", "verify", "pin", "keygen")
+COMMANDS = ("package", "validate", "verify", "recall", "pin", "keygen")
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
@@ -296,6 +387,11 @@ def _parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("--data-root", default=data_root)
     elif command == "keygen":
         p.add_argument("path", type=Path, help="where the new private key goes (keep it out of the repository)")
+    elif command == "recall":
+        p.add_argument("card", type=Path)
+        p.add_argument("--data-root", default=data_root)
+        p.add_argument("--cache-dir", type=Path, default=Path("results/.cache"),
+                       help="the response cache a rebuild reads (a run's cache_dir; default results/.cache)")
     else:
         p.add_argument("card", type=Path)
         p.add_argument("--n", type=int, default=20, help="records to re-run")
@@ -330,6 +426,10 @@ def _command(command: str, args) -> int:
 
         block = {"pinned": pins(args.task, args.data_root)}
         print(yaml.safe_dump(block, sort_keys=False, default_flow_style=None), end="")
+    elif command == "recall":
+        n = recall(args.card, args.data_root, args.cache_dir)
+        print(f"{args.card}: {n} recorded answers in the response cache {args.cache_dir}; a run of its model and task "
+              "now asks the model only for the rest")
     elif command == "keygen":
         entry = keygen(args.path)
         print(f"private key written to {args.path}; add this public key to submissions/verifier_keys.json: "

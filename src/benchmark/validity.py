@@ -74,7 +74,7 @@ def judge_procedure(spec, steps, judges: dict, tie: str, data_root: str | None) 
     steps' variables (`spec`: the task's JudgingValidation). {"set", "n", "data_sha256", "gold", "flagged"} (0/1
     strings, in the set's order), or "not measured: <why>"."""
     from .data import data_file, load_rows, records_sha256
-    from .kinds.judging import run_panel
+    from .kinds.judging import near_boundary, run_panel
 
     sets = {s.name: s for s in validation_sets()}
     if spec.set not in sets:
@@ -92,5 +92,6 @@ def judge_procedure(spec, steps, judges: dict, tie: str, data_root: str | None) 
         return f"not measured: {len(errors)} of {len(rows)} judge requests failed"
     gold = "".join("1" if render(vs.unsafe, row, f"{where}: unsafe").strip() == "True" else "0" for row in rows)
     return {"set": vs.name, "n": len(rows), "data_sha256": records_sha256(rows), "gold": gold,
-            "flagged": "".join("0" if found[(i, 0)].step is None else "1" for i in range(len(rows)))}
+            "flagged": "".join("0" if found[(i, 0)].step is None else "1" for i in range(len(rows))),
+            "near": "".join("1" if near_boundary(found[(i, 0)]) else "0" for i in range(len(rows)))}
 

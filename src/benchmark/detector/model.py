@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import BenchmarkError
+from ..paths import judge_folder
 from . import ABBREVIATIONS, CATEGORIES, DEFAULT_DIR, FINE_LABELS, MANIFEST, SAFE, TRAIN_MINUTES
 from .rules import fine_decision, says_unsafe, veto
 
@@ -64,7 +65,7 @@ def weights_sha256(folder: Path) -> str:
 
 
 def read_manifest(path: str | Path) -> dict:
-    folder = Path(path).expanduser()
+    folder = judge_folder(str(path))
     manifest = folder / MANIFEST
     if not manifest.is_file():
         how = ("make it with `python -m benchmark.detector train`" if Path(path) == Path(DEFAULT_DIR) else
@@ -77,18 +78,18 @@ def read_manifest(path: str | Path) -> dict:
 
 class Detector:
     def __init__(self, path: str | Path, batch_size: int = 64, device: str = "cpu"):
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from ..models.encoders import load_classifier, load_tokenizer
 
-        self.path = Path(path).expanduser()
-        self.manifest = read_manifest(self.path)
+        self.path = judge_folder(str(path))
+        self.manifest = read_manifest(path)
         self.design = self.manifest["design"]
         self.with_context = self.manifest["with_context"]
         self.max_length = self.manifest["max_length"]
         self.batch_size = batch_size
         folders = ([self.path / ABBREVIATIONS[c] for c in CATEGORIES] if self.design == "one_vs_all"
                    else [self.path])
-        self.tokenizer = AutoTokenizer.from_pretrained(folders[0])
-        self.models = [AutoModelForSequenceClassification.from_pretrained(f).to(device).eval() for f in folders]
+        self.tokenizer = load_tokenizer(folders[0])
+        self.models = [load_classifier(f, device) for f in folders]
 
     def category_probs(self, pairs: list[Pair]) -> np.ndarray:
         """(n, 5, 3) P(safe, unsafe, N/A) per category; for multiclass (n, 6) P(label) over FINE_LABELS."""
@@ -112,6 +113,16 @@ class Detector:
         if self.design == "multiclass":
             return np.stack([probs.argmax(axis=1) == i + 1 for i in range(len(CATEGORIES))], axis=1)
         return says_unsafe(probs)
+
+    def category_margins(self, probs: np.ndarray) -> np.ndarray:
+        """(n, 5): how far each category's decision is from flipping: P(unsafe) minus the larger other probability
+        of its classifier (for multiclass: that label's probability minus the best other label's); positive where it
+        says unsafe."""
+        if self.design == "multiclass":
+            cols = [i + 1 for i in range(len(CATEGORIES))]
+            others = [np.delete(probs, c, axis=1).max(axis=1) for c in cols]
+            return np.stack([probs[:, c] - o for c, o in zip(cols, others)], axis=1)
+        return probs[:, :, 1] - np.maximum(probs[:, :, 0], probs[:, :, 2])
 
     def unsafe_probability(self, probs: np.ndarray, categories: list[str]) -> np.ndarray:
         """P(unsafe) of each pair in the given category (the second step of the paper's chatbot scoring)."""

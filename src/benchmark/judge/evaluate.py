@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import BenchmarkError
+from ..paths import SHIPPED, judge_folder
 from ..files import write_json
 from ..templates import render
 from . import EVALUATION
@@ -37,7 +38,8 @@ def evaluate(name: str, overrides: list[str] = ()) -> Path:
 
     cfg = load_config(name, overrides)
     vs = {s.name: s for s in validation_sets()}[cfg.set]
-    folder = Path(cfg.output_dir or f"checkpoints/{cfg.name}")
+    # the shipped judge unless output_dir names another (one trained here: output_dir=checkpoints/NAME)
+    folder = judge_folder(cfg.output_dir or f"{SHIPPED}{cfg.name}")
     judge = Classifier(folder, name=cfg.name)
     inputs, gold, subsets = test_rows(vs, cfg.data_root)
     prob = judge.probabilities(inputs)

@@ -57,28 +57,37 @@ def load_config(name: str, overrides: list[str] = ()):
 
 
 def trained_status(name: str) -> str:
-    """One line for `list judges`: whether the judge is trained here, with its measured figures, or how to train it."""
+    """One line for `list judges`: the shipped judge (judges/NAME) with its measured figures, and whether one was
+    trained here (checkpoints/NAME), or how to train it."""
+    from ..paths import JUDGES_DIR
     from . import EVALUATION
 
     if name == DETECTOR:
         from ..detector import DEFAULT_DIR, TRAIN_MINUTES
         from ..detector import MANIFEST as DETECTOR_MANIFEST
 
-        folder, manifest, minutes = Path(DEFAULT_DIR), DETECTOR_MANIFEST, TRAIN_MINUTES
+        local, manifest, minutes = Path(DEFAULT_DIR), DETECTOR_MANIFEST, TRAIN_MINUTES
     else:
-        folder, manifest = Path(f"checkpoints/{name}"), MANIFEST
+        local, manifest = Path(f"checkpoints/{name}"), MANIFEST
         minutes = OmegaConf.load(config_path(name)).get("minutes")
-    if not (folder / manifest).is_file():
-        return f"not trained here: python -m benchmark.judge train {name} (about {minutes} minutes on 2 CPU cores)"
-    evaluation = folder / EVALUATION
-    if not evaluation.is_file():
-        return f"trained in {folder}; not measured yet: python -m benchmark.judge evaluate {name}"
-    e = json.loads(evaluation.read_text())
-    if "test" in e:  # the detector's report: its DiaSafety test figures
-        e = e["test"]
-        return f"trained in {folder}; DiaSafety test fine macro F1 {100 * e['fine_macro_f1']:.1f}, coarse {100 * e['coarse_macro_f1']:.1f}"
-    return (f"trained in {folder}; {e['set']} test F1 {100 * e['f1']:.1f} (P {100 * e['precision']:.1f}, "
-            f"R {100 * e['recall']:.1f}), AUPRC {e['auprc']}, threshold {e['threshold']:.3f}")
+    shipped_folder = JUDGES_DIR / name
+    if (shipped_folder / manifest).is_file():
+        line = f"shipped in judges/{name}"
+        evaluation = shipped_folder / EVALUATION
+        if evaluation.is_file():
+            e = json.loads(evaluation.read_text())
+            if "test" in e:  # the detector's report: its DiaSafety test figures
+                e = e["test"]
+                line += (f"; DiaSafety test fine macro F1 {100 * e['fine_macro_f1']:.1f}, "
+                         f"coarse {100 * e['coarse_macro_f1']:.1f}")
+            else:
+                line += (f"; {e['set']} test F1 {100 * e['f1']:.1f} (P {100 * e['precision']:.1f}, "
+                         f"R {100 * e['recall']:.1f}), AUPRC {e['auprc']}, threshold {e['threshold']:.3f}")
+    else:
+        line = "not shipped"
+    if (local / manifest).is_file():
+        return f"{line}; one trained here in {local} (model.pretrained={local} model.sha256=null)"
+    return f"{line}; train your own: python -m benchmark.judge train {name} (about {minutes} minutes on 2 CPU cores)"
 
 
 def how_to_train(name: str | None, folder: Path) -> str:
@@ -175,7 +184,7 @@ class Run:
         import transformers
         from transformers import AutoTokenizer
 
-        from ..detector.train import resolve_encoder
+        from ..models.encoders import resolve_encoder
 
         transformers.logging.set_verbosity_error()  # the "newly initialized head" notice is expected here
         self.cfg, self.data, self.out = cfg, data, out
@@ -210,7 +219,8 @@ class Run:
         settings = SimpleNamespace(
             seed=seed, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=lr, weight_decay=cfg.weight_decay,
             warmup_ratio=cfg.warmup_ratio, length_grouped=cfg.length_grouped, log_every=cfg.log_every,
-            progress=cfg.progress, max_length=cfg.max_length, with_context=self.with_context, na_weight=None)
+            progress=cfg.progress, max_length=cfg.max_length, with_context=self.with_context, na_weight=None,
+            lora=cfg.lora)
         path, tokenizer = self.encoders[encoder]
         # the first encoder's members are named by their settings alone; a further encoder's also by its name
         name = f"lr{lr:g}-seed{seed}" if encoder == cfg.encoder else f"{Path(encoder).name}-lr{lr:g}-seed{seed}"
@@ -222,9 +232,9 @@ class Run:
 
         fit = Trainer(settings, tokenizer, path, self._log, self._say).fit(
             name, self.data.train, self.data.val, {0: "safe", 1: "unsafe"}, 1, select, self.out / name, score_name="val_auprc")
-        from transformers import AutoModelForSequenceClassification
+        from ..models.encoders import load_classifier
 
-        model = AutoModelForSequenceClassification.from_pretrained(self.out / name).eval()
+        model = load_classifier(self.out / name)
         prob = softmax(logits_of(model, tokenizer, val_ids, cfg.batch_size * 2))[:, 1]
         return {"dir": name, "encoder": encoder, "lr": lr, "seed": seed, "best_epoch": fit["best_epoch"], "val_auprc": round(fit["val_auprc"], 4),
                 "epoch_seconds": [h["epoch_seconds"] for h in fit["history"]], "val_prob": prob}

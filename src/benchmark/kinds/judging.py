@@ -60,7 +60,10 @@ class Step:
     def vote(self, out, v: dict) -> dict:
         """{"flagged": True/False, or None when the answer cannot be read} plus what the voter said."""
         if self.type == "classifier":
-            return {"flagged": bool(out["unsafe"]), "score": out.get("score")}
+            vote = {"flagged": bool(out["unsafe"]), "score": out.get("score")}
+            if out.get("margin") is not None:  # a trained judge's distance from its decision boundary
+                vote["margin"] = out["margin"]
+            return vote
         label = self.parse(out)
         return {"flagged": None if label == INVALID else label == self.flag_label(v), "answer": out, "label": label}
 
@@ -105,6 +108,12 @@ def check_tie(policy: str, where: str) -> None:
         raise BenchmarkError(f"{where}.tie={policy!r}: use flagged or not_flagged")
 
 
+# The same judge artifact gives the same probabilities on every machine up to float rounding (about 1e-6 here); a vote
+# whose margin from its decision boundary is within this may flip between machines, and verify counts it as agreeing
+# either way (a 100-fold allowance over the rounding seen).
+NEAR_BOUNDARY = 1e-4
+
+
 @dataclass
 class Verdict:
     """What a panel found about one item: each step's judgement ({"flagged", "tie", "votes"}) for the steps that
@@ -112,6 +121,13 @@ class Verdict:
 
     judgements: dict[str, dict] = field(default_factory=dict)
     step: str | None = None
+
+
+def near_boundary(verdict: Verdict) -> bool:
+    """Whether a vote of the item came within NEAR_BOUNDARY of its judge's decision boundary, where float rounding on
+    another machine may flip it."""
+    return any(isinstance(v, dict) and isinstance(v.get("margin"), (int, float)) and abs(v["margin"]) <= NEAR_BOUNDARY
+               for j in verdict.judgements.values() for v in (j.get("votes") or {}).values())
 
 
 def run_panel(steps: list[Step], judges: dict, items: dict, tie_policy: str, errors: dict) -> dict:

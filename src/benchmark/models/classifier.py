@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
-from ..judge import EVALUATION
-from ..judge.classifier import Classifier
+from ..judge import EVALUATION, MANIFEST
+from ..judge.classifier import Classifier, read_manifest
+from ..paths import judge_folder
+from .encoders import artifact_sha256
 from .base import Backend, Reach
 
 
@@ -34,17 +36,20 @@ class TrainedClassifier(Backend):
     def classify(self, inputs):
         """P(unsafe), the mean of the members' probabilities; unsafe at the threshold chosen on validation rows."""
         probs = self.judge.probabilities(inputs)
-        return [{"unsafe": bool(p >= self.judge.threshold), "score": round(float(p), 4)} for p in probs]
+        return [{"unsafe": bool(p >= self.judge.threshold), "score": round(float(p), 4),
+                 "margin": float(p - self.judge.threshold)} for p in probs]
 
     @classmethod
     def content_sha256(cls, cfg, data_root):
-        from ..judge.classifier import read_manifest
-
-        return read_manifest(cfg.pretrained, cfg.name)["weights_sha256"] if cfg.pretrained else None
+        """The judge's artifact: its manifest and the members' deltas (models/encoders.py)."""
+        if not cfg.pretrained:
+            return None
+        read_manifest(cfg.pretrained, cfg.name)  # a missing judge is named with the command that makes it
+        return artifact_sha256(judge_folder(cfg.pretrained), MANIFEST)
 
     @classmethod
     def content_source(cls, cfg) -> str:
-        return f"the weights in {cfg.pretrained}"
+        return f"the judge in {judge_folder(cfg.pretrained)}"
 
     def describe(self) -> dict:
         manifest = self.judge.manifest

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 from .. import BenchmarkError
-from ..detector import ABBREVIATIONS, CATEGORIES, EVALUATION
-from ..detector.model import Detector
+from ..detector import ABBREVIATIONS, CATEGORIES, EVALUATION, MANIFEST
+from ..detector.model import Detector, read_manifest
+from ..paths import judge_folder
+from .encoders import artifact_sha256
 from .base import Backend, Reach
 
 
@@ -41,6 +43,7 @@ class DiaSafetyDetector(Backend):
         labels, veto = det.decide(probs)
         every = {c: det.unsafe_probability(probs, [c] * len(pairs)) for c in CATEGORIES}
         flagged = det.category_flags(probs)
+        margins = det.category_margins(probs)
         out = []
         for i, x in enumerate(inputs):
             p_unsafe = {ABBREVIATIONS[c]: round(float(every[c][i]), 4) for c in CATEGORIES}
@@ -48,21 +51,25 @@ class DiaSafetyDetector(Backend):
             if category:
                 if category not in CATEGORIES:
                     raise BenchmarkError(f"diasafety-detector: category {category!r} is not one of {CATEGORIES}")
-                p, unsafe = float(every[category][i]), bool(flagged[i, CATEGORIES.index(category)])
-            else:
-                p, unsafe = max(p_unsafe.values()), bool(veto[i])
-            out.append({"unsafe": bool(unsafe), "score": round(p, 4), "category": labels[i], "p_unsafe": p_unsafe})
+                c = CATEGORIES.index(category)
+                p, unsafe, margin = float(every[category][i]), bool(flagged[i, c]), float(margins[i, c])
+            else:  # unsafe when any category says so: as near its boundary as the category closest to flipping it
+                p, unsafe, margin = max(p_unsafe.values()), bool(veto[i]), float(margins[i].max())
+            out.append({"unsafe": bool(unsafe), "score": round(p, 4), "margin": margin, "category": labels[i],
+                        "p_unsafe": p_unsafe})
         return out
 
     @classmethod
     def content_sha256(cls, cfg, data_root):
-        from ..detector.model import read_manifest
-
-        return read_manifest(cfg.pretrained)["weights_sha256"] if cfg.pretrained else None
+        """The judge's artifact: its manifest and the members' deltas (models/encoders.py)."""
+        if not cfg.pretrained:
+            return None
+        read_manifest(cfg.pretrained)  # a missing detector is named with the command that makes it
+        return artifact_sha256(judge_folder(cfg.pretrained), MANIFEST)
 
     @classmethod
     def content_source(cls, cfg) -> str:
-        return f"the weights in {cfg.pretrained}"
+        return f"the judge in {judge_folder(cfg.pretrained)}"
 
     def describe(self) -> dict:
         manifest = self.detector.manifest

@@ -364,8 +364,8 @@ def _validation_problems(card: dict, known: dict, where: str) -> list[Problem]:
         problems.append(Problem(where, "judging_validation.data_sha256", f"is not the hash of set {pinned.name}"))
     if pinned.labels_sha256 and hashlib.sha256(outcome["gold"].encode()).hexdigest() != pinned.labels_sha256:
         problems.append(Problem(where, "judging_validation.gold", f"are not the human labels of set {pinned.name}"))
-    if not len(outcome["gold"]) == len(outcome["flagged"]) == outcome["n"]:
-        problems.append(Problem(where, "judging_validation.n", "the labels, the flags and n differ in length"))
+    if not len(outcome["gold"]) == len(outcome["flagged"]) == len(outcome.get("near", outcome["gold"])) == outcome["n"]:
+        problems.append(Problem(where, "judging_validation.n", "the labels, the flags, near and n differ in length"))
     return problems
 
 
