@@ -34,6 +34,15 @@ if [ $# -gt 0 ]; then
     printf '%s\n' "${CARDS[@]}" | grep -qx "${card/\// }" || { echo "reproduce.sh: no card $card" >&2; exit 2; }
   done
   CARDS=("${@/\// }")
+fi
+# a published card's recorded answers go into the response cache first, so that a rebuild (new judges, new scoring)
+# asks its model only what the card does not hold (kind attack; verify below still re-runs a sample live)
+for entry in "${CARDS[@]}"; do
+  read -r model task <<<"$entry"
+  case "$task" in diasafety_chatbot*) [ -f "submissions/$model/$task.json" ] \
+    && python -m benchmark.submit recall "submissions/$model/$task.json" ;; esac
+done
+if [ $# -gt 0 ]; then
   for entry in "${CARDS[@]}"; do read -r model task <<<"$entry"; rm -f "submissions/$model/$task".*; done
 else
   for entry in "${CARDS[@]}"; do rm -rf "submissions/${entry%% *}"; done

@@ -108,11 +108,12 @@ def test_train_measure_and_judge(tiny_encoder, tmp_path, labelled_set, compose):
 def test_members_of_two_encoders_read_with_their_own_tokenizers_and_vote_once_per_encoder(
         tiny_encoder, tmp_path, labelled_set):
     from conftest import build_tiny_encoder
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoTokenizer
 
     from benchmark.detector.model import logits_of, softmax, tokenize
     from benchmark.judge.classifier import Classifier
     from benchmark.judge.train import train
+    from benchmark.models.encoders import load_classifier, load_tokenizer
 
     other = build_tiny_encoder(tmp_path / "other-bert", vocab_size=150)
     out = train("toxicchat-classifier", overrides(tiny_encoder, tmp_path, "lr=[1e-3]", "seeds=[1,2]",
@@ -125,9 +126,9 @@ def test_members_of_two_encoders_read_with_their_own_tokenizers_and_vote_once_pe
     texts = ["you are a stupid idiot 3", "how do I cook rice 7", "a sentence neither encoder has seen"]
     by_hand = {}
     for m in manifest["members"]:
-        tokenizer = AutoTokenizer.from_pretrained(out / m["dir"])
+        tokenizer = load_tokenizer(out / m["dir"])  # a member is a delta: its base encoder's tokenizer
         assert tokenizer.get_vocab() == AutoTokenizer.from_pretrained(m["encoder"]).get_vocab()
-        model = AutoModelForSequenceClassification.from_pretrained(out / m["dir"]).eval()
+        model = load_classifier(out / m["dir"])
         ids = tokenize(tokenizer, [(None, t) for t in texts], 32, False)
         by_hand.setdefault(m["encoder"], []).append(softmax(logits_of(model, tokenizer, ids, 8))[:, 1])
     expected = (np.mean(by_hand[str(tiny_encoder)], axis=0) + by_hand[str(other)][0]) / 2

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import BenchmarkError
 from .. import metrics as M
+from ..paths import judge_folder
 from . import ABBREVIATIONS, FINE_LABELS
 from . import examples as E
 from .model import Detector
@@ -138,7 +139,7 @@ def evaluate(cfg) -> Path:
         "missing": [],
     }
     for folder in cfg.detectors:
-        if not (Path(folder).expanduser() / "detector.json").is_file():
+        if not (judge_folder(folder) / "detector.json").is_file():
             report["missing"].append(folder)
             continue
         det = Detector(folder, batch_size=cfg.batch_size)

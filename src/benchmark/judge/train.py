@@ -220,6 +220,7 @@ class Run:
             seed=seed, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=lr, weight_decay=cfg.weight_decay,
             warmup_ratio=cfg.warmup_ratio, length_grouped=cfg.length_grouped, log_every=cfg.log_every,
             progress=cfg.progress, max_length=cfg.max_length, with_context=self.with_context, na_weight=None,
+            encoder=encoder,
             lora=cfg.lora)
         path, tokenizer = self.encoders[encoder]
         # the first encoder's members are named by their settings alone; a further encoder's also by its name
