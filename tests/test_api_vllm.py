@@ -6,6 +6,7 @@ from __future__ import annotations
 from importlib.util import find_spec
 
 import pytest
+import yaml
 from conftest import REPO, run_cli
 
 from benchmark import BenchmarkError
@@ -17,9 +18,9 @@ def test_vllm_config_composes_on_the_command_line():
     done = run_cli("model=vllm", "model.args.tensor_parallel_size=4", "model.args.data_parallel_size=2", "--cfg", "job",
                    cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
-    model = ("\n" + done.stdout).split("\nmodel:\n", 1)[1].split("\ntask:\n", 1)[0]
-    assert "  backend: vllm\n" in model
-    assert "    tensor_parallel_size: 4\n" in model and "    data_parallel_size: 2\n" in model
+    model = yaml.safe_load(done.stdout)["model"]
+    assert model["backend"] == "vllm"
+    assert model["args"]["tensor_parallel_size"] == 4 and model["args"]["data_parallel_size"] == 2
 
 
 def test_parallelism_and_engine_settings_reach_lm_eval(compose):

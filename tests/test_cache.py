@@ -80,9 +80,10 @@ def test_a_cache_that_cannot_be_written_names_the_file(tmp_path):
         ResponseCache(blocker / "responses.sqlite")
     broken = tmp_path / "broken.sqlite"
     broken.write_bytes(b"this is not an SQLite database, it is text" * 100)
-    with pytest.raises(BenchmarkError, match=re.escape(f"response cache {broken}: file is not a database; it is only a "
-                                                         "cache: remove it")):
+    with pytest.raises(BenchmarkError) as err:
         ResponseCache(broken)
+    assert str(err.value).startswith(f"response cache {broken}: ")
+    assert "; it is only a cache: remove it" in str(err.value)
 
 
 def test_a_write_outlasts_a_lock_held_past_the_busy_timeout(tmp_path, monkeypatch):

@@ -66,7 +66,7 @@ def test_disk_full_mid_run_stops_with_a_message_and_the_rerun_resumes(compose, d
     with pytest.raises(BenchmarkError) as err:
         run(compose(*args))
     samples = tmp_path / "run" / "samples.jsonl"
-    assert str(err.value) == (f"could not write {samples}: No space left on device; the samples written before are "
+    assert str(err.value) == (f"could not write {samples}: {os.strerror(errno.ENOSPC)}; the samples written before are "
                               "kept: make room (or fix the folder) and rerun the same command to resume")
     monkeypatch.setattr(os, "fsync", real_fsync)
     assert complete_lines(samples) == 30  # two chunks made durable, the third written but not synced

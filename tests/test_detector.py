@@ -179,7 +179,8 @@ def test_detector_as_a_model_writes_a_score_card(trained_detector, compose):
     from benchmark.runner import run
 
     root, out = trained_detector
-    cfg = compose("model=diasafety-detector", f"model.pretrained={out}", "task=diasafety", f"data_root={root}")
+    cfg = compose("model=diasafety-detector", f"model.pretrained={out}", "model.sha256=null", "task=diasafety",
+                  f"data_root={root}")
     card, path = run(cfg)
     assert card["dataset"]["n"] == 20 and card["model"]["backend"] == "diasafety-detector"
     assert set(card["breakdown"]["predictions"]) <= {"Safe", *CATEGORIES}

@@ -1,7 +1,9 @@
 """Bad input gets one clear message that names the file, key or value, never a traceback."""
 
+import errno
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -14,39 +16,42 @@ from benchmark.runner import run
 def test_unknown_model_lists_the_available_ones(tmp_path):
     proc = run_cli("model=gpt-17", cwd=tmp_path)
     assert proc.returncode != 0
-    assert "Could not find 'model/gpt-17'" in proc.stderr
+    assert "gpt-17" in proc.stderr
+    words = set(re.split(r"[\s,'\"]+", proc.stderr))  # whole names: "hf" is not found in "chatglm2-hf"
     for name in ("profanity-check", "hf", "openai-chat", "vllm", "chatglm2"):
-        assert f"\t{name}\n" in proc.stderr
+        assert name in words, proc.stderr
     assert "Traceback" not in proc.stderr
 
 
 def test_unknown_task_lists_the_available_ones(tmp_path):
     proc = run_cli("task=diasafty", cwd=tmp_path)
-    assert proc.returncode != 0 and "Could not find 'task/diasafty'" in proc.stderr
-    assert "\tdiasafety\n" in proc.stderr and "\tdiasafety_noctx\n" in proc.stderr
+    assert proc.returncode != 0 and "diasafty" in proc.stderr
+    words = set(re.split(r"[\s,'\"]+", proc.stderr))
+    assert {"diasafety", "diasafety_noctx"} <= words, proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize(
-    "group, name, text, message",
+    "group, name, text, key",
     [
-        ("model", "typo", "name: typo\nbackend: hf\npretrianed: gpt2\n", "Key 'pretrianed' not in 'ModelConfig'"),
-        ("task", "mytask", "defaults:\n  - diasafety\n  - _self_\nname: mytask\nlables: []\n",
-         "Key 'lables' not in 'TaskConfig'"),
+        ("model", "typo", "name: typo\nbackend: hf\npretrianed: gpt2\n", "pretrianed"),
+        ("task", "mytask", "defaults:\n  - diasafety\n  - _self_\nname: mytask\nlables: []\n", "lables"),
     ],
 )
-def test_mistyped_key_in_a_config_file_names_key_and_file(tmp_path, group, name, text, message):
+def test_mistyped_key_in_a_config_file_names_key_and_file(tmp_path, group, name, text, key):
     folder = tmp_path / "mine" / group
     folder.mkdir(parents=True)
     (folder / f"{name}.yaml").write_text(text)
     proc = run_cli(f"hydra.searchpath=[file://{tmp_path / 'mine'}]", f"{group}={name}", cwd=tmp_path)
     assert proc.returncode != 0
-    assert f"In '{group}/{name}'" in proc.stderr and message in proc.stderr
+    assert f"{group}/{name}" in proc.stderr and key in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
 def test_mistyped_override_names_the_key(tmp_path):
     proc = run_cli("limit=ten", cwd=tmp_path)
-    assert proc.returncode != 0 and "limit=ten" in proc.stderr and "Integer" in proc.stderr
+    assert proc.returncode != 0 and "limit=ten" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_missing_data_file_names_the_path(tmp_path):
@@ -83,7 +88,7 @@ def test_unwritable_output_folder_fails_before_any_work(compose, data_root, tmp_
 
 
 def test_bad_template_names_the_template(compose, data_root):
-    with pytest.raises(BenchmarkError, match=r"messages\[1\]: template error: 'respones' is undefined"):
+    with pytest.raises(BenchmarkError, match=r"messages\[1\]: template error: .*respones"):
         run(compose("model=hf", "model.pretrained=unused", "task.messages.1.content='{{ respones }}'", "limit=2"))
 
 
@@ -182,7 +187,7 @@ def test_unwritable_output_folder_on_the_command_line(tmp_path, data_root):
     blocker.write_text("not a folder")
     proc = run_cli(f"output_dir={blocker / 'run'}", cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr == f"error: output folder {blocker / 'run'} is not writable: Not a directory\n"
+    assert proc.stderr == f"error: output folder {blocker / 'run'} is not writable: {os.strerror(errno.ENOTDIR)}\n"
 
 
 @pytest.mark.parametrize("where", ["output", "cache"])

@@ -111,7 +111,7 @@ def _data(root, content: bytes):
 @pytest.mark.parametrize("content, message", [
     (b"", "the file is empty"),
     (b'[{"context": "hi", "response": "x", "category": "Offending User", "label": "Safe"}, {"context": "h',
-     "not valid JSON: Unterminated string"),
+     "not valid JSON: "),  # the parser's own words follow
     ('[{"context": "café", "response": "x", "category": "Offending User", "label": "Safe"}]'.encode("latin-1"),
      "not UTF-8 text (byte 0xe9 at offset 17)"),
 ])

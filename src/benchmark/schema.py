@@ -374,9 +374,6 @@ class JudgeConfig:
     models: Dict[str, ModelConfig] = field(default_factory=dict)
     # the models that vote on each step, by key of `models`; a step not listed is answered by the model of its name
     voters: Dict[str, List[str]] = field(default_factory=dict)
-    # the published weights of the panel's trained judges, by key of `models`: a card judged by other weights is
-    # valid but non-standard (submissions/panel.py), shown apart and never ranked with the others
-    pinned: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

