@@ -77,6 +77,7 @@ def listing(what: str | None = None) -> str:
 def preview(cfg, n: int) -> str:
     """What a run would ask for its first n records: every request, to the model, the attacker and the judges (a
     judge's request shows where the model's answer goes). Plans the run (records, configs, hashes); loads no model."""
+    from .estimate import summary
     from .runner import plan
 
     p = plan(cfg, pin=False)
@@ -91,74 +92,8 @@ def preview(cfg, n: int) -> str:
             else:
                 lines.append(json.dumps(request, ensure_ascii=False, indent=1))
         lines.append("")
-    lines += estimate(p)
+    lines += summary(p)
     return "\n".join(lines).rstrip()
-
-
-CHARS_PER_TOKEN = 4  # where no tokenizer is at hand: about right for English, low for Chinese and Korean
-
-
-def _counter(model_cfg):
-    """A function messages -> prompt tokens, and how it counts: the model's tokenizer where one loads without the
-    weights (hf, vllm; an API model that names its `tokenizer`), else characters / CHARS_PER_TOKEN."""
-    source = model_cfg.tokenizer
-    if source is None and model_cfg.backend in ("hf", "vllm") and model_cfg.pretrained:
-        source = model_cfg.pretrained
-    if source is not None:
-        try:
-            from .models.weights import locate
-
-            path = locate(model_cfg) if source == model_cfg.pretrained else source  # weights not here: no import
-
-            from transformers import AutoTokenizer
-
-            kwargs = {"gguf_file": model_cfg.gguf_file} if model_cfg.gguf_file and source == model_cfg.pretrained else {}
-            tok = AutoTokenizer.from_pretrained(path, **kwargs)
-
-            from .models.lmeval import prompt_text
-
-            def templated(messages, add_generation_prompt):
-                return tok.apply_chat_template(messages, add_generation_prompt=add_generation_prompt, tokenize=False)
-
-            def count(messages: list[dict]) -> int:
-                text = prompt_text(model_cfg, messages, templated, bool(model_cfg.chat_template and tok.chat_template))
-                return len(tok(text, add_special_tokens=False)["input_ids"])
-
-            return count, f"counted with the tokenizer of {source}"
-        except Exception as e:  # no tokenizer here: say so, and estimate by length
-            why = f"the tokenizer of {source} did not load ({type(e).__name__})"
-    else:
-        why = "no tokenizer named (model.tokenizer)"
-    return (lambda messages: sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN + 1,
-            f"about {CHARS_PER_TOKEN} characters per token: {why}")
-
-
-def estimate(p) -> list[str]:
-    """The tokens the model under test would read and write over the whole run, and their cost at its declared
-    prices: each record's first request to the model, as many times as the task asks the model per record (later
-    turns of a conversation read more), and at most max_new_tokens per answer."""
-    from .scorecard import declared_prices
-
-    model_cfg = p.cfg.model
-    count, how = _counter(model_cfg)
-    per_record = p.kind.requests_per_record
-    prompt = 0
-    for record in p.items:
-        first = next((r for who, r in p.kind.preview(record) if who.startswith("the model") and isinstance(r, list)),
-                     None)
-        if first is not None:
-            prompt += count(first) * per_record
-    each = p.kind.max_new_tokens or model_cfg.generation.max_new_tokens
-    most = each * per_record * len(p.items)
-    lines = ["== estimate for the whole run (the model under test; cached answers would cost nothing)",
-             f"{len(p.items)} records x {per_record} request(s): about {prompt:,} prompt tokens ({how}), at most "
-             f"{most:,} completion tokens (max_new_tokens {each} each)"]
-    prices = declared_prices(model_cfg)
-    if prices is not None:
-        low = prompt * prices.input_per_million / 1e6
-        lines.append(f"cost: about {low + most * prices.output_per_million / 1e6:.6f} {prices.currency} at most "
-                     f"({low:.6f} for the prompts; model.prices)")
-    return lines
 
 
 def _value(value) -> str:

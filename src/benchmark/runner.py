@@ -20,6 +20,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from . import BenchmarkError, __version__, scorecard
 from .budget import Budget
+from .estimate import per_record
 from .cache import ResponseCache
 from .collector import long_lived
 from .files import write_json
@@ -28,6 +29,7 @@ from .kinds import Kind, make_kind
 from .kinds.base import Roles
 from .models import model_sha256, pin_content
 from .models.registry import backend_class, chunk_size
+from .models.base import counts_tokens
 from .models.cached import CachedModel
 from .progress import Progress
 from .roles import NOT_MEASURED, BackendPool, attacker_config, judge_facts, judge_panel, judging_validation
@@ -108,6 +110,7 @@ class Execution:
     # tokens read and written per role (models.usage.Tokens): "model", "attacker", and "judge KEY" per panel key
     tokens: dict = field(default_factory=dict)
     validation: Any = None  # the judging steps on their labelled set (validity.judge_procedure), where declared
+    budget: Any = None  # budget.Outcome, where the run set a budget
 
 
 def _check_settings(cfg) -> None:
@@ -270,24 +273,34 @@ def _answer(p: Plan, pending: list, done: dict, panel: dict, cache: ResponseCach
     if p.attacker_cfg is not None:
         roles.attacker = CachedModel(backend(p.attacker_cfg), p.hashes["attacker"], cache, p.attacker_cfg,
                                      cfg.seed, progress, "attacker")
+    budgeted = cfg.budget.tokens is not None or cfg.budget.cost is not None
     spending = Budget(cfg, p.run_dir, {
         "model": (roles.model, cfg.model),
         **({"attacker": (roles.attacker, p.attacker_cfg)} if roles.attacker is not None else {}),
-        **{f"judge {key}": (judge, p.judge_cfgs[key]) for key, judge in panel.items()}})
+        **{f"judge {key}": (judge, p.judge_cfgs[key]) for key, judge in panel.items()}},
+        per_record(p)[0] if budgeted and counts_tokens(roles.model.backend) else None, kind.requests_per_record)
+    for line in spending.cannot_stop:
+        print(f"warning: {line}", file=sys.stderr, flush=True)
     try:
         with open(samples_path, "ab", buffering=0) as log:
-            size = cfg.chunk_size or chunk_size(cfg.model.backend)
-            for start in range(0, len(pending), size):
-                chunk = pending[start : start + size]
-                spending.check(len(chunk), sum(r["id"] in done for r in p.items), len(p.items), samples_path)
+            size, start = cfg.chunk_size or chunk_size(cfg.model.backend), 0
+            while start < len(pending):
+                # cut where the budget would be passed: what does not fit is asked by a rerun with a higher one
+                chunk = spending.fit(pending[start : start + size], sum(r["id"] in done for r in p.items),
+                                     len(p.items), samples_path)
                 lines = []
                 for sample in kind.evaluate(chunk, roles):
                     lines.append(json.dumps(sample, ensure_ascii=False) + "\n")
                     done[sample["id"]] = sample
                 append(log, "".join(lines).encode("utf-8"), samples_path)
-                spending.done(len(chunk))
+                spending.done(chunk)
+                start += len(chunk)
     finally:
         progress.close()
+    out.budget = spending.outcome()
+    if out.budget is not None and out.budget.exceeded:
+        print(f"warning: the run ended past its budget ({_over(out.budget)}): an estimate was low; the card says so",
+              file=sys.stderr, flush=True)
     out.model_calls, out.cache_hits = roles.model.calls, roles.model.hits
     out.seconds["model"] = roles.model.seconds
     out.tokens["model"] = roles.model.tokens
@@ -295,6 +308,16 @@ def _answer(p: Plan, pending: list, done: dict, panel: dict, cache: ResponseCach
         out.attacker_calls = roles.attacker.calls
         out.seconds["attacker"] = roles.attacker.seconds
         out.tokens["attacker"] = roles.attacker.tokens
+
+
+def _over(outcome) -> str:
+    """The limits a run passed, with what it spent."""
+    parts = []
+    if outcome.tokens is not None and outcome.spent.tokens > outcome.tokens:
+        parts.append(f"{outcome.spent.tokens:,} tokens against budget.tokens={outcome.tokens}")
+    if outcome.cost is not None and outcome.spent.cost > outcome.cost:
+        parts.append(f"{outcome.spent.cost:.6f} {outcome.currency} against budget.cost={outcome.cost}")
+    return "; ".join(parts)
 
 
 def run(cfg, overrides: list[str] | None = None) -> tuple[dict, Path]:

@@ -118,6 +118,7 @@ def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, sta
             "attacker_calls": done.attacker_calls, "cache_hits": done.cache_hits, "seconds": done.seconds,
             "tokens": {role: t.as_json() for role, t in done.tokens.items()},
             **({"cost": c} if (c := run_cost(done.tokens, _role_configs(cfg, plan))) else {}),
+            **({"budget": done.budget.as_json()} if done.budget is not None else {}),
             "resumed": len(plan.items) - done.asked, "failed": sum(1 for s in done.samples if s.get("error")),
             "seed": cfg.seed, "limit": cfg.limit, "bootstrap": cfg.bootstrap, "overrides": list(overrides or []),
             "versions": versions(),

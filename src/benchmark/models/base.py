@@ -97,3 +97,9 @@ def utterance_texts(inputs: list[dict], mode: str) -> list[str]:
     if mode == "response":
         return [x.get("response", "") for x in inputs]
     return [f"{x.get('context', '')}\n{x.get('response', '')}".strip() for x in inputs]
+
+
+def counts_tokens(backend) -> bool:
+    """Whether a backend can count what its requests read and write: one whose `usage` is its own (a tokenizer's
+    count, or an API server's); the default reads what answers carry, which only an API's do."""
+    return type(backend).usage is not Backend.usage
