@@ -124,10 +124,16 @@ def validate(paths: list[Path], allow_remote_code: bool = False,
     return valid, problems
 
 
+def judge_role(voter: str) -> str:
+    """A judge's role on the command line (--endpoint judge:VOTER=URL): keyed by what it is, so no voter a card
+    names can stand in for the model or the attacker."""
+    return f"judge:{voter}"
+
+
 def _roles(card: dict) -> dict[str, dict]:
-    """Every model config on a card by its role: model, each judge by voter name, attacker."""
+    """Every model config on a card by its role: model, attacker, judge:VOTER for each judge."""
     roles = {"model": card["model"]["config"]}
-    roles.update({j["voter"]: j["config"] for j in card.get("judges", [])})
+    roles.update({judge_role(j["voter"]): j["config"] for j in card.get("judges", [])})
     if card.get("attacker"):
         roles["attacker"] = card["attacker"]["config"]
     return roles
@@ -229,7 +235,7 @@ def _rerun_config(card: dict, configs: dict, ids: list[str], tmp: Path, data_roo
                 voters.setdefault(j["step"], []).append(j["voter"])
             cfg.judge = OmegaConf.merge(OmegaConf.structured(JudgeConfig), {
                 "name": "as submitted", "voters": voters,
-                "models": {j["voter"]: OmegaConf.to_container(model_config_node(configs[j["voter"]]))
+                "models": {j["voter"]: OmegaConf.to_container(model_config_node(configs[judge_role(j["voter"])]))
                            for j in card["judges"]}})
         if card.get("attacker"):
             cfg.attacker = model_config_node(configs["attacker"])
@@ -338,7 +344,7 @@ def recall(card_path: Path, data_root: str | None, cache_dir: Path) -> int:
                for j, r in enumerate(s["responses"]) if isinstance(r, dict)}
     # the rebuild judges the answers; this run only puts them in the cache
     skipped = {"name": "recall-unjudged", "backend": "keywords", "phrases": ["\u0000"]}
-    configs = {"model": card["model"]["config"], **{j["voter"]: skipped for j in card.get("judges") or []}}
+    configs = {"model": card["model"]["config"], **{judge_role(j["voter"]): skipped for j in card.get("judges") or []}}
     with tempfile.TemporaryDirectory(prefix="recall-") as tmp:
         cfg = _rerun_config(card, configs, sorted(s["id"] for s in samples), Path(tmp), data_root, False)
         from omegaconf import open_dict
@@ -360,7 +366,7 @@ def _pairs(values: list[str], flag: str) -> dict[str, str]:
     for v in values or []:
         role, sep, value = v.partition("=")
         if not sep or not role or not value:
-            raise BenchmarkError(f"{flag} {v!r}: give ROLE=VALUE (ROLE: model, attacker or a judge's voter name)")
+            raise BenchmarkError(f"{flag} {v!r}: give ROLE=VALUE (ROLE: model, attacker or judge:VOTER)")
         out[role] = value
     return out
 
@@ -400,7 +406,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("--data-root", default=data_root)
         p.add_argument("--allow-remote-code", action="store_true")
         p.add_argument("--endpoint", action="append", metavar="ROLE=URL",
-                       help="the chat completions URL of a role called over HTTP (model, attacker, a judge's voter)")
+                       help="the chat completions URL of a role called over HTTP (model, attacker, judge:VOTER)")
         p.add_argument("--key-env", action="append", metavar="ROLE=VARIABLE",
                        help="the environment variable holding that endpoint's key")
         p.add_argument("--key", type=Path, default=os.environ.get("BENCHMARK_VERIFIER_KEY"),

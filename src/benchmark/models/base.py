@@ -30,6 +30,9 @@ class Backend:
     # so `submit verify` never runs it with a maintainer's credentials; one whose answer depends on its config
     # overrides reach()
     requests_go: Reach = Reach.ANYWHERE
+    # a classifier's verdict fields (classify's answers): a submitted verdict holding any other field is refused, so
+    # nothing a submitter adds can be read before the backend's own fields (None: this backend gives no verdicts)
+    verdict_fields: frozenset[str] | None = None
 
     @classmethod
     def reach(cls, cfg) -> Reach:
@@ -74,6 +77,13 @@ class Backend:
         """Recorded answers for records (requests.Replay: by the record's id, or by its `match` text)."""
         raise NotImplementedError(f"{type(self).__name__} has no recorded answers")
 
+    @classmethod
+    def verdict_problem(cls, cfg, verdict: dict) -> str | None:
+        """What is wrong with a recorded verdict ({"unsafe", ...} as classify gave it, or a judge's vote with its
+        `unsafe` from `flagged`) by this backend's own rule, from the fields it records; None where they agree or
+        the rule needs what no record holds (then `submit verify` re-runs it)."""
+        return None
+
     def usage(self, requests: list, answers: list) -> list:
         """The tokens each answered request read and wrote (models.usage.Usage), or None where this backend cannot
         count them. By default what an answer carries itself (an API's Reply, with the server's count); a backend
@@ -103,3 +113,14 @@ def counts_tokens(backend) -> bool:
     """Whether a backend can count what its requests read and write: one whose `usage` is its own (a tokenizer's
     count, or an API server's); the default reads what answers carry, which only an API's do."""
     return type(backend).usage is not Backend.usage
+
+
+def above_threshold(verdict: dict, field: str, threshold: float, inclusive: bool = False) -> str | None:
+    """A verdict whose `unsafe` is its `field` above the threshold (at it too, if inclusive): what is wrong, or None."""
+    value = verdict.get(field)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return f"{field} {value!r}: the verdict records its {field} as a number"
+    unsafe = value >= threshold if inclusive else value > threshold
+    if verdict["unsafe"] is not unsafe:
+        return f"unsafe {verdict['unsafe']} with {field} {value} against the threshold {threshold}: it is {unsafe}"
+    return None

@@ -8,12 +8,13 @@ from ..judge import EVALUATION, MANIFEST
 from ..judge.classifier import Classifier, read_manifest
 from ..paths import judge_folder
 from .encoders import artifact_sha256
-from .base import Backend, Reach
+from .base import Backend, Reach, above_threshold
 
 
 class TrainedClassifier(Backend):
     operations = frozenset({"classify"})
     answer_shape = "verdict-2"  # {"unsafe", "score"}: no label of a task's
+    verdict_fields = frozenset({"unsafe", "score", "margin"})
     requests_go = Reach.LOCAL
 
     def __init__(self, cfg, data_root: str | None = None):
@@ -38,6 +39,20 @@ class TrainedClassifier(Backend):
         probs = self.judge.probabilities(inputs)
         return [{"unsafe": bool(p >= self.judge.threshold), "score": round(float(p), 4),
                  "margin": float(p - self.judge.threshold)} for p in probs]
+
+    @classmethod
+    def verdict_problem(cls, cfg, verdict):
+        """Unsafe at its threshold: the margin (P(unsafe) minus the threshold) decides, and the recorded score (P,
+        rounded to 4 places) must be the threshold plus that margin, where the judge's manifest is here to say it."""
+        problem = above_threshold(verdict, "margin", 0.0, inclusive=True)
+        folder = judge_folder(cfg.pretrained) if cfg.pretrained else None
+        if problem or folder is None or not (folder / MANIFEST).is_file():
+            return problem
+        threshold = read_manifest(cfg.pretrained, cfg.name)["threshold"]
+        score, margin = verdict.get("score"), verdict["margin"]
+        if not isinstance(score, (int, float)) or abs(score - (threshold + margin)) > 6e-5:
+            return f"score {score!r} is not its threshold {threshold} plus its margin {margin!r}"
+        return None
 
     @classmethod
     def content_sha256(cls, cfg, data_root):

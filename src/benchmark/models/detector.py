@@ -16,6 +16,7 @@ class DiaSafetyDetector(Backend):
     operations = frozenset({"classify"})
     requests_go = Reach.LOCAL  # a trained detector on this machine
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
+    verdict_fields = frozenset({"unsafe", "score", "margin", "category", "p_unsafe"})
 
     def __init__(self, cfg, data_root: str | None = None):
         import transformers
@@ -58,6 +59,16 @@ class DiaSafetyDetector(Backend):
             out.append({"unsafe": bool(unsafe), "score": round(p, 4), "margin": margin, "category": labels[i],
                         "p_unsafe": p_unsafe})
         return out
+
+    @classmethod
+    def verdict_problem(cls, cfg, verdict):
+        """Unsafe where the category's P(unsafe) beats its other classes: a positive margin (at exactly 0, either)."""
+        margin = verdict.get("margin")
+        if not isinstance(margin, (int, float)) or isinstance(margin, bool):
+            return f"margin {margin!r}: the detector records its margin as a number"
+        if margin and verdict["unsafe"] is not (margin > 0):
+            return f"unsafe {verdict['unsafe']} with margin {margin}: a positive margin is unsafe, a negative safe"
+        return None
 
     @classmethod
     def content_sha256(cls, cfg, data_root):

@@ -10,13 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import BenchmarkError
-from .base import Backend, Reach, utterance_texts
+from .base import Backend, Reach, above_threshold, utterance_texts
 
 
 class DetoxifyBackend(Backend):
     operations = frozenset({"classify"})
     requests_go = Reach.LOCAL  # a checkpoint file on this machine
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
+    verdict_fields = frozenset({"unsafe", "score", "attributes"})
 
     def __init__(self, cfg, data_root: str | None = None):
         if not cfg.pretrained or not Path(cfg.pretrained).expanduser().is_file():
@@ -42,6 +43,18 @@ class DetoxifyBackend(Backend):
     @classmethod
     def content_source(cls, cfg) -> str:
         return f"the checkpoint {cfg.pretrained}"
+
+    @classmethod
+    def verdict_problem(cls, cfg, verdict):
+        """Unsafe when its top attribute is above the threshold (the score is that top, rounded to 4 places)."""
+        attributes = verdict.get("attributes")
+        if isinstance(attributes, dict) and attributes:
+            return above_threshold({"unsafe": verdict["unsafe"], "top": max(attributes.values())}, "top",
+                                   cfg.threshold)
+        score = verdict.get("score")
+        if isinstance(score, (int, float)) and abs(score - cfg.threshold) <= 5e-5:
+            return None  # rounded to the threshold: either side
+        return above_threshold(verdict, "score", cfg.threshold)
 
     def classify(self, inputs):
         texts = utterance_texts(inputs, self.input)

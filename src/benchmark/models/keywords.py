@@ -14,6 +14,7 @@ class Keywords(Backend):
     operations = frozenset({"classify"})
     requests_go = Reach.LOCAL  # phrases in its config
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
+    verdict_fields = frozenset({"unsafe", "score", "matched"})
 
     def __init__(self, cfg, data_root: str | None = None):
         if not cfg.phrases:
@@ -29,6 +30,12 @@ class Keywords(Backend):
             out.append({"unsafe": hit is not None, "score": float(hit is not None),
                         "matched": hit})
         return out
+
+    @classmethod
+    def verdict_problem(cls, cfg, verdict):
+        if verdict.get("score") != float(verdict["unsafe"]):
+            return f"unsafe {verdict['unsafe']} with score {verdict.get('score')!r}: a keyword list scores a hit 1.0"
+        return None
 
     def describe(self) -> dict:
         return {"phrases": len(self.phrases), "input": self.part}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import BenchmarkError
-from .base import Backend, Reach, utterance_texts
+from .base import Backend, Reach, above_threshold, utterance_texts
 
 _INPUTS = ("response", "context+response")
 
@@ -12,6 +12,7 @@ class ProfanityCheck(Backend):
     operations = frozenset({"classify"})
     requests_go = Reach.LOCAL  # a classifier shipped in a package
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
+    verdict_fields = frozenset({"unsafe", "score"})
 
     def __init__(self, cfg, data_root: str | None = None):
         if cfg.input not in _INPUTS:
@@ -29,6 +30,10 @@ class ProfanityCheck(Backend):
             {"unsafe": bool(p > self.threshold), "score": float(p)}
             for p in probs
         ]
+
+    @classmethod
+    def verdict_problem(cls, cfg, verdict):
+        return above_threshold(verdict, "score", cfg.threshold)
 
     def describe(self) -> dict:
         return {"input": self.input, "threshold": self.threshold}

@@ -30,6 +30,7 @@ from .configs import check_model_config, full_config, model_config_node
 from .privacy import private_values
 from .samples import DATA_KEYS, read_samples
 from .signing import verification_problems
+from .votes import Votes, voter_problems
 
 DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3}|\.\d{6})?(?:Z|[+-]\d{2}:\d{2})")
 
@@ -257,6 +258,7 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
         for key in ("step", "voter"):
             if not KEY_NAME.match(str(judge.get(key, ""))):
                 problems.append(Problem(where, f"judges[{i}].{key}", f"{judge.get(key)!r}: letters, digits, . _ : -"))
+    problems += [Problem(where, f, what) for f, what in voter_problems(card, _steps(card))]
     problems += _statistics_problems(card["run"], where)
     problems += _run_problems(card["run"], where)
     problems += _metric_problems(card, where)
@@ -375,6 +377,13 @@ def _kind(card: dict):
     return make_kind(_composed_task(card["task"]["name"]), model_config_node(card["model"]["config"]))
 
 
+def _steps(card: dict) -> dict[str, dict]:
+    """The task's judging steps, name -> what a card records of each (step_type, prompt_sha256)."""
+    from ..kinds.judging import describe_step
+
+    return {s.name: describe_step(s) for s in getattr(_kind(card), "steps", None) or []}
+
+
 def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root: str | None,
                       store: CheckStore | None = None) -> list[Problem]:
     if card["run"]["bootstrap"] > MAX_BOOTSTRAP:
@@ -387,7 +396,8 @@ def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root
     # one samples file share it (data_root only names the records of a rejected file: it decides nothing)
     given_key = checked.key("given", sha, card["task"]["name"], card["run"]["bootstrap"],
                             card["run"]["seed"], card.get("judging_validation"),
-                            {k: v for k, v in card["model"]["config"].items() if k not in ("name", "metadata")})
+                            {k: v for k, v in card["model"]["config"].items() if k not in ("name", "metadata")},
+                            [(j["step"], j["voter"], j["config"]) for j in card.get("judges", [])])
     given = store.given(given_key) if store is not None else None
     if given is None:
         given = _given(path, card, known, data_root)
@@ -464,6 +474,8 @@ def _given(path: Path, card: dict, known: dict, data_root: str | None) -> Given:
                               "; validate with --data-root to name the records"))]
             return given
         given.late = [("samples", p.field, p.message) for p in _derivation_problems(path, kind, samples)]
+        votes = Votes(card, _steps(card))
+        given.late += [("samples", f"{s['id']}: {f}", what) for s in samples for f, what in votes.sample_problems(s)]
         if not given.late:
             given.metrics, given.breakdown = rescored(card, samples, kind)
     except Exception as e:  # samples the task's scoring cannot read are not this task's samples

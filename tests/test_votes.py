@@ -1,0 +1,143 @@
+"""Who answered and who voted: forgeries built from published cards, each refused. A role is keyed by what it is,
+never by a name the card writes; a vote's flag is what its judge's rule gives from its score or margin; every
+judgement's voters are exactly the card's judges of that step; a classifier's verdict holds only its backend's
+fields; a judge entry's step type and prompt hash are the task's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from test_submissions import SEED, problems_of
+
+from benchmark import submissions as S
+from benchmark.submissions import rules
+from benchmark.submissions import samples as SF
+from benchmark.submit import _roles
+
+CHATBOT = "blenderbot-small"  # a published replay judged in two steps: profanity-check, then the detector
+
+
+def _copy(tmp_path: Path, name: str, card_name: str) -> Path:
+    dst = tmp_path / "submissions" / name
+    shutil.copytree(S.SUBMISSIONS_DIR / name, dst)
+    card = json.loads((dst / card_name).read_text())
+    card.pop("verification", None)
+    (dst / card_name).write_text(json.dumps(card))
+    return dst
+
+
+def _forge(folder: Path, task: str, change) -> None:
+    """Rewrite the samples with `change` and make the card consistent with them as a careful forger would: the
+    samples' hash, the metrics and the breakdown recomputed from the forged samples."""
+    path, card_path = folder / f"{task}.samples.jsonl.gz", folder / f"{task}.json"
+    card = json.loads(card_path.read_text())
+    samples = change(S.read_samples(path), card)
+    metrics, breakdown = rules.rescored(card, samples)
+    card.update(metrics=metrics, breakdown=breakdown)
+    card["samples"].update(sha256=SF.write_samples(samples, path), n=len(samples))
+    card_path.write_text(json.dumps(card))
+
+
+def _flagged_by_context(samples):
+    """(sample, response) for every response the context step flagged."""
+    return [(s, r) for s in samples for r in s["responses"] if r["verdict"] == "context"]
+
+
+@pytest.fixture
+def chatbot(tmp_path) -> Path:
+    return _copy(tmp_path, CHATBOT, "diasafety_chatbot.json")
+
+
+def test_the_published_chatbot_card_is_valid(chatbot):
+    assert problems_of(chatbot) == []
+
+
+def test_a_vote_that_contradicts_its_own_margin_is_refused(chatbot):
+    def cleared(samples, card):
+        for _, r in _flagged_by_context(samples):
+            r["judgements"]["context"]["votes"]["context"]["flagged"] = False
+            r["judgements"]["context"]["flagged"] = False
+            r["verdict"] = "none"
+        return samples
+
+    _forge(chatbot, "diasafety_chatbot", cleared)
+    found = problems_of(chatbot)
+    assert any("responses.2.judgements.context.votes.context: unsafe False with margin 0.5198" in p
+               for p in found), found[:5]
+
+
+def test_a_vote_from_a_voter_not_on_the_panel_is_refused(chatbot):
+    def tied(samples, card):  # one more "no" makes every flag a tie, which the tie rule clears
+        for _, r in _flagged_by_context(samples):
+            judgement = r["judgements"]["context"]
+            judgement["votes"]["ghost"] = {"flagged": False, "score": 0.0, "margin": -1.0}
+            judgement.update(flagged=False, tie=True)
+            r["verdict"] = "none"
+        return samples
+
+    _forge(chatbot, "diasafety_chatbot", tied)
+    found = problems_of(chatbot)
+    assert any("judgements.context.votes: voters ['context', 'ghost']: the card's judges of step context are "
+               "['context'] ('ghost' is none of them)" in p for p in found), found[:5]
+
+
+def test_a_field_a_vote_never_records_is_refused(chatbot):
+    def padded(samples, card):
+        samples[0]["responses"][0]["judgements"]["utterance"]["votes"]["utterance"]["override"] = True
+        return samples
+
+    _forge(chatbot, "diasafety_chatbot", padded)
+    assert any("0: responses.0.judgements.utterance.votes.utterance: holds 'override', which no vote records" in p
+               for p in problems_of(chatbot))
+
+
+def test_a_field_injected_into_a_classifiers_output_is_refused(tmp_path):
+    folder = _copy(tmp_path, SEED, "diasafety.json")
+
+    def labelled(samples, card):  # the classify kind read a category before the verdict: every prediction right
+        for s in samples:
+            s["output"]["category"] = s["target"]
+            s["prediction"] = s["target"]
+        return samples
+
+    _forge(folder, "diasafety", labelled)
+    card = json.loads((folder / "diasafety.json").read_text())
+    assert card["metrics"]["macro_f1"]["value"] > 0.99  # what the forger would have shown
+    found = problems_of(folder)
+    assert any(": output: holds 'category'; a verdict of backend profanity-check holds only score, unsafe" in p
+               for p in found), found[:5]
+
+
+def test_a_classifier_verdict_against_its_threshold_is_refused(tmp_path):
+    folder = _copy(tmp_path, SEED, "diasafety.json")
+
+    def flipped(samples, card):
+        s = next(s for s in samples if s["output"]["unsafe"])
+        s["output"]["unsafe"] = False
+        s["prediction"] = card["task"]["config"]["classify"]["classifier_labels"]["safe"]
+        return samples
+
+    _forge(folder, "diasafety", flipped)
+    assert any(": output: unsafe False with score " in p and "against the threshold 0.5: it is True" in p
+               for p in problems_of(folder))
+
+
+def test_a_voter_named_as_another_role_is_refused_and_roles_are_keyed_by_what_they_are(chatbot):
+    card = json.loads((chatbot / "diasafety_chatbot.json").read_text())
+    card["judges"][0]["voter"] = "model"
+    assert set(_roles(card)) == {"model", "judge:model", "judge:context"}
+    assert _roles(card)["model"] == card["model"]["config"]  # the model stays the model
+    (chatbot / "diasafety_chatbot.json").write_text(json.dumps(card))
+    found = problems_of(chatbot)
+    assert any("judges[0].voter: 'model' is the name of another role" in p for p in found), found[:5]
+
+
+@pytest.mark.parametrize("field, value", [("step_type", "question"), ("prompt_sha256", "0" * 64)])
+def test_a_judge_entrys_step_type_and_prompt_hash_are_the_tasks(chatbot, field, value):
+    card = json.loads((chatbot / "diasafety_chatbot.json").read_text())
+    card["judges"][1][field] = value
+    (chatbot / "diasafety_chatbot.json").write_text(json.dumps(card))
+    assert any(f"judges[1].{field}: {value!r} is not step context's: " in p for p in problems_of(chatbot))
