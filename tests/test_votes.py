@@ -141,3 +141,27 @@ def test_a_judge_entrys_step_type_and_prompt_hash_are_the_tasks(chatbot, field, 
     card["judges"][1][field] = value
     (chatbot / "diasafety_chatbot.json").write_text(json.dumps(card))
     assert any(f"judges[1].{field}: {value!r} is not step context's: " in p for p in problems_of(chatbot))
+
+
+# ------------------------------------------------------------------------------------- what the run cost
+
+
+@pytest.mark.parametrize("change, field, message", [
+    (lambda run: run["tokens"].update({"attacker": dict(run["tokens"]["model"])}), "run.tokens.attacker",
+     "the card has no role 'attacker'"),
+    (lambda run: run["tokens"]["judge utterance"].update(counted_by=["api"], prompt=5), "run.tokens.judge utterance"
+     ".counted_by", "['api']: backend profanity-check counts with nothing"),
+    (lambda run: run["tokens"]["judge context"].update(counted_by=["api"]), "run.tokens.judge context.counted_by",
+     "['api']: backend diasafety-detector counts with tokenizer"),
+    (lambda run: run.update(cost={"by_role": {"judge context": {"amount": 0.5, "currency": "USD"}},
+                                  "total": {"USD": 0.5}}), "run.cost", "is not what the tokens cost"),
+    (lambda run: run.update(cost={"by_role": {"judge context": {"amount": 0.001, "currency": "EUR"}},
+                                  "total": {"EUR": 0.001}}), "run.cost", "is not what the tokens cost"),
+])
+def test_tokens_and_cost_are_what_the_roles_can_count_and_their_prices_give(chatbot, change, field, message):
+    path = chatbot / "diasafety_chatbot.json"
+    card = json.loads(path.read_text())
+    change(card["run"])
+    path.write_text(json.dumps(card))
+    found = problems_of(chatbot)
+    assert any(f"diasafety_chatbot.json: {field}: " in p and message in p for p in found), found[:5]

@@ -84,6 +84,14 @@ class Backend:
         the rule needs what no record holds (then `submit verify` re-runs it)."""
         return None
 
+    @classmethod
+    def counted_by(cls, cfg) -> frozenset[str]:
+        """Who counts this config's tokens (models.usage: "tokenizer", "api"): a backend with its own `usage`
+        counts with its tokenizer; one without counts nothing. A card claiming another counter is refused."""
+        from .usage import TOKENIZER
+
+        return frozenset({TOKENIZER}) if cls.usage is not Backend.usage else frozenset()
+
     def usage(self, requests: list, answers: list) -> list:
         """The tokens each answered request read and wrote (models.usage.Usage), or None where this backend cannot
         count them. By default what an answer carries itself (an API's Reply, with the server's count); a backend

@@ -292,6 +292,15 @@ class LMEvalBackend(Backend):
             seeds = [request_seed(seed, context) for seed, context in zip(seeds, contexts)]
         return self._generator.generate([self.lm.tok_encode(c) for c in contexts], generation, seeds)
 
+    @classmethod
+    def counted_by(cls, cfg) -> frozenset[str]:
+        from .usage import API, TOKENIZER
+
+        if cfg.backend in API_BACKENDS:
+            return frozenset({API})
+        # a model registered in lm-eval counts with its tokenizer where it has one, else by what its server says
+        return frozenset({API, TOKENIZER}) if str(cfg.backend).startswith("lm-eval:") else frozenset({TOKENIZER})
+
     def usage(self, requests, answers):
         """An API's answers carry the server's count; hf and vllm count with the model's tokenizer: the prompt as
         the model reads it (chat template applied), the answer without special tokens."""

@@ -30,6 +30,7 @@ from .configs import check_model_config, full_config, model_config_node
 from .privacy import private_values
 from .samples import DATA_KEYS, read_samples
 from .signing import verification_problems
+from .usage import usage_problems
 from .votes import Votes, voter_problems
 
 DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3}|\.\d{6})?(?:Z|[+-]\d{2}:\d{2})")
@@ -269,7 +270,10 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
         elif full_config({"metadata": card["model"]["metadata"]})["metadata"] != full_config(model_config)["metadata"]:
             problems.append(Problem(where, "model.metadata", "differs from the metadata in model.yaml"))
     problems += _identity_problems(card, where)
-    problems += _config_problems(card, where, thorough, allow_remote_code)
+    config_problems = _config_problems(card, where, thorough, allow_remote_code)
+    problems += config_problems
+    if not config_problems:  # tokens and cost are derived from configs that read
+        problems += [Problem(where, f, what) for f, what in usage_problems(card)]
     problems += [Problem(where, f, f"holds {what}; package runs with `python -m benchmark.submit`")
                  for f, what in private_values({k: v for k, v in card.items() if k != "verification"})]
     samples = card["samples"]
