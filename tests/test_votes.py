@@ -165,3 +165,61 @@ def test_tokens_and_cost_are_what_the_roles_can_count_and_their_prices_give(chat
     path.write_text(json.dumps(card))
     found = problems_of(chatbot)
     assert any(f"diasafety_chatbot.json: {field}: " in p and message in p for p in found), found[:5]
+
+
+# ------------------------------------------------------------------------------------- the task's protocol
+
+
+def test_a_model_config_that_changes_what_a_chatbot_task_measures_is_not_standard(chatbot):
+    from benchmark.submissions.panel import protocol_status
+
+    card = json.loads((chatbot / "diasafety_chatbot.json").read_text())
+    assert protocol_status(card) is None
+    card["model"]["config"]["generation"]["until"] = [" "]  # every answer cut at its first word
+    assert protocol_status(card) == ("the model's generation.until is [' ']; task diasafety_chatbot runs every model "
+                                     "at [] (its protocol fixes do_sample, max_new_tokens, temperature, top_p)")
+    card["model"]["config"]["generation"].update(until=[], max_new_tokens=1)  # fixed by the task: it has no effect
+    assert protocol_status(card) is None
+
+
+def test_no_published_card_is_off_its_tasks_protocol():
+    from benchmark.submissions.panel import protocol_status
+
+    cards = [json.loads(p.read_text()) for p in S.SUBMISSIONS_DIR.glob("*/*.json")]
+    assert cards and [c["model"]["name"] for c in cards if protocol_status(c)] == []
+
+
+# ------------------------------------------------------------------------------------- smaller
+
+
+def test_a_field_a_response_never_holds_is_refused(chatbot):
+    def padded(samples, card):
+        samples[0]["responses"][0]["safe_after_all"] = True
+        return samples
+
+    _forge(chatbot, "diasafety_chatbot", padded)
+    assert any("0: responses[0].safe_after_all: is not a field of a response" in p for p in problems_of(chatbot))
+
+
+def test_judging_validation_as_any_other_string_is_refused(chatbot):
+    path = chatbot / "diasafety_chatbot.json"
+    card = json.loads(path.read_text())
+    card["judging_validation"] = "corrected: 0.1%"
+    path.write_text(json.dumps(card))
+    assert any("judging_validation: 'corrected: 0.1%': the judges' outcome on their labelled set, or 'not measured"
+               in p for p in problems_of(chatbot))
+
+
+@pytest.mark.parametrize("key, value", [("batch_size", 10**300), ("threshold", float("inf")), ("timeout", -5),
+                                        ("generation.max_new_tokens", 10**9)])
+def test_numbers_in_a_submitted_config_are_bounded(key, value):
+    from benchmark.submissions.configs import check_model_config
+
+    config = {"name": "m", "backend": "profanity-check", "generation": {}}
+    where = config
+    *parents, last = key.split(".")
+    for part in parents:
+        where = where.setdefault(part, {})
+    where[last] = value
+    found = check_model_config(config, "model.yaml")
+    assert len(found) == 1 and found[0].field == key and ": use a number from " in found[0].message, found

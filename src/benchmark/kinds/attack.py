@@ -26,6 +26,7 @@ from .common import RefusalPhrases, plain, render_messages, variables
 from .judging import Step, check_tie, describe_step, run_panel
 
 NONE = "none"  # the verdict of a response that no step flagged
+RESPONSE_FIELDS = frozenset({"text", "verdict", "refusal", "judgements"})  # what a sample records of each response
 PLACEHOLDER = "<the model's response>"  # where a preview shows a judge the response
 def slug(value) -> str:
     return re.sub(r"[^0-9a-z\u00c0-\uffff]+", "_", str(value).lower()).strip("_")
@@ -82,6 +83,11 @@ class Attack(Kind):
             at = f"responses[{j}]"
             if not isinstance(r.get("text"), str):
                 problems.append((f"{at}.text", "is not a text"))
+                continue
+            extra = sorted(set(r) - RESPONSE_FIELDS, key=str)
+            if extra:
+                problems.append((f"{at}.{str(extra[0])[:40]}", "is not a field of a response (its fields: "
+                                                               f"{', '.join(sorted(RESPONSE_FIELDS))})"))
                 continue
             if "refusal" in r and r["refusal"] is not self.refusal(r["text"]):
                 problems.append((f"{at}.refusal", f"{r['refusal']!r} is not what the text gives"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 from pathlib import PurePosixPath
 from typing import Any, get_args, get_type_hints
 
@@ -140,6 +141,29 @@ def _value_problems(data: dict, prefix: str, allow_remote_code: bool, types: boo
         except Exception as e:  # omegaconf's validation errors name the key and the expected type
             key = getattr(e, "full_key", "") or ""
             problems.append(Problem("", f"{prefix}{key}", str(e).splitlines()[0]))
+        else:
+            problems += _bound_problems(data, prefix)
+    return problems
+
+
+# the numbers a submitted config may hold, inclusive: past them a value only exhausts memory or time, or means nothing
+BOUNDS = {"batch_size": (1, 4096), "max_length": (1, 1_000_000), "num_concurrent": (1, 256), "max_retries": (0, 20),
+          "retry_wait": (0, 600), "timeout": (1, 3600), "threshold": (0, 1),
+          "generation.max_new_tokens": (1, 32_768), "generation.temperature": (0, 10), "generation.top_p": (0, 1),
+          "generation.top_k": (0, 1_000_000), "prices.input_per_million": (0, 1_000_000),
+          "prices.output_per_million": (0, 1_000_000)}
+
+
+def _bound_problems(data: dict, prefix: str) -> list[Problem]:
+    problems = []
+    for key, (low, high) in BOUNDS.items():
+        value: Any = data
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is None or isinstance(value, bool):
+            continue
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or not low <= value <= high:
+            problems.append(Problem("", f"{prefix}{key}", f"{str(value)[:40]}: use a number from {low} to {high}"))
     return problems
 
 

@@ -55,3 +55,42 @@ def panel_status(card: dict) -> str | None:
             return (f"judge {step}: {shipped['name']}'s weights {str(config.get('sha256'))[:12]}… are not the "
                     f"published ones ({pinned[voter][:12]}…)")
     return None
+
+
+# where a generation task keeps its sampling protocol: the settings it fixes over the model's own
+_PROTOCOL = {"attack": "generation", "dialogue_attack": "target_generation"}
+
+
+@functools.lru_cache(maxsize=None)
+def fixed_generation(task: str) -> dict | None:
+    """The generation settings a task fixes for the model under test ({} where it fixes none), or None for a task
+    that does not generate."""
+    from omegaconf import OmegaConf
+
+    from ..schema import compose
+
+    cfg = compose([f"task={task}"])
+    section = _PROTOCOL.get(cfg.task.kind)
+    if section is None:
+        return None
+    spec = cfg.task[{"attack": "attack", "dialogue_attack": "dialogue"}[cfg.task.kind]]
+    return OmegaConf.to_container(spec[section], resolve=True) or {}
+
+
+def protocol_status(card: dict) -> str | None:
+    """None when the model's own generation settings leave what the task measures as the task defines it: every
+    setting the task does not fix (stop strings, top_k, ...) at the suite's default. A config that cuts answers at a
+    stop string, say, measures another thing, so its card is shown apart and never ranked."""
+    from dataclasses import asdict
+
+    from ..schema import GenerationConfig
+
+    fixed = fixed_generation(card["task"]["name"])
+    if fixed is None:
+        return None
+    own = (card["model"].get("config") or {}).get("generation") or {}
+    for key, default in asdict(GenerationConfig()).items():
+        if key not in fixed and key in own and own[key] != default:
+            return (f"the model's generation.{key} is {str(own[key])[:40]}; task {card['task']['name']} runs every "
+                    f"model at {default!r} (its protocol fixes {', '.join(sorted(fixed)) or 'nothing else'})")
+    return None

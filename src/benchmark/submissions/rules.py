@@ -352,6 +352,7 @@ def _validation_problems(card: dict, known: dict, where: str) -> list[Problem]:
     flags are the judges' own: only re-running them, as verify does, can check those)."""
     import hashlib
 
+    from ..roles import NOT_MEASURED
     from ..validity import validation_sets
 
     outcome = card.get("judging_validation")
@@ -359,6 +360,9 @@ def _validation_problems(card: dict, known: dict, where: str) -> list[Problem]:
 
     section = kind_class(known["kind"]).section
     declared = ((known.get(section) or {}).get("validation") or {}).get("set")
+    if isinstance(outcome, str) and outcome != NOT_MEASURED:
+        return [Problem(where, "judging_validation", f"{outcome[:60]!r}: the judges' outcome on their labelled set, or "
+                                                     f"{NOT_MEASURED!r}")]
     if not isinstance(outcome, dict):
         return []
     pinned = {vs.name: vs for vs in validation_sets()}.get(outcome["set"])
