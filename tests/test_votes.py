@@ -223,3 +223,11 @@ def test_numbers_in_a_submitted_config_are_bounded(key, value):
     where[last] = value
     found = check_model_config(config, "model.yaml")
     assert len(found) == 1 and found[0].field == key and ": use a number from " in found[0].message, found
+
+
+@pytest.mark.parametrize("key, value", [("weights_sha256", "0" * 64), ("evaluation", {"fine_macro_f1": 0.99})])
+def test_a_trained_judges_recorded_facts_are_its_artifacts(chatbot, key, value):
+    card = json.loads((chatbot / "diasafety_chatbot.json").read_text())
+    card["judges"][1][key] = value
+    (chatbot / "diasafety_chatbot.json").write_text(json.dumps(card))
+    assert any(f"judges[1].{key}: " in p and "is not what its artifact records" in p for p in problems_of(chatbot))

@@ -85,6 +85,12 @@ class Backend:
         return None
 
     @classmethod
+    def recorded_facts(cls, cfg) -> dict | None:
+        """The facts `describe` gives this config, where they can be read without loading it (a trained judge's
+        manifest: its weights' hash, its figures); None where they cannot, and a card's are then taken as given."""
+        return None
+
+    @classmethod
     def counted_by(cls, cfg) -> frozenset[str]:
         """Who counts this config's tokens (models.usage: "tokenizer", "api"): a backend with its own `usage`
         counts with its tokenizer; one without counts nothing. A card claiming another counter is refused."""

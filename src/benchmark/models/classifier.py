@@ -67,13 +67,23 @@ class TrainedClassifier(Backend):
         return f"the judge in {judge_folder(cfg.pretrained)}"
 
     def describe(self) -> dict:
-        manifest = self.judge.manifest
+        return self.artifact_facts(self.judge.path)
+
+    @staticmethod
+    def artifact_facts(folder) -> dict:
+        """What a card records of the judge: read from its folder's manifest and evaluation, not its weights."""
         from ..judge.classifier import encoders
 
+        manifest = read_manifest(folder)
         facts = {"encoder": " + ".join(encoders(manifest)), "threshold": manifest["threshold"], "set": manifest["set"],
                  "members": len(manifest["members"]), "weights_sha256": manifest["weights_sha256"],
                  "val": manifest["val"]}
-        evaluation = self.judge.path / EVALUATION
+        evaluation = judge_folder(str(folder)) / EVALUATION
         if evaluation.is_file():  # `python -m benchmark.judge evaluate`'s figures on the set's test rows
             facts["evaluation"] = json.loads(evaluation.read_text())
         return facts
+
+    @classmethod
+    def recorded_facts(cls, cfg) -> dict | None:
+        folder = judge_folder(cfg.pretrained) if cfg.pretrained else None
+        return cls.artifact_facts(folder) if folder is not None and (folder / MANIFEST).is_file() else None

@@ -83,10 +83,21 @@ class DiaSafetyDetector(Backend):
         return f"the judge in {judge_folder(cfg.pretrained)}"
 
     def describe(self) -> dict:
-        manifest = self.detector.manifest
+        return self.artifact_facts(self.detector.path)
+
+    @staticmethod
+    def artifact_facts(folder) -> dict:
+        """What a card records of the detector: read from its folder's manifest and evaluation, not its weights."""
+        folder = judge_folder(str(folder))
+        manifest = json.loads((folder / MANIFEST).read_text())
         facts = {"design": manifest["design"], "with_context": manifest["with_context"], "encoder": manifest["encoder"],
                  "weights_sha256": manifest["weights_sha256"]}
-        evaluation = self.detector.path / EVALUATION
+        evaluation = folder / EVALUATION
         if evaluation.is_file():  # the detector report's figures (fine-grained too)
             facts["evaluation"] = {"task": "diasafety", "split": "test", **json.loads(evaluation.read_text())["test"]}
         return facts
+
+    @classmethod
+    def recorded_facts(cls, cfg) -> dict | None:
+        folder = judge_folder(cfg.pretrained) if cfg.pretrained else None
+        return cls.artifact_facts(folder) if folder is not None and (folder / MANIFEST).is_file() else None

@@ -23,7 +23,7 @@ def _backend(config: dict):
 def voter_problems(card: dict, steps: dict[str, dict]) -> list[tuple[str, str]]:
     """The card's judges entries: each (step, voter) once, on a step of the task (`steps`: name -> its step_type and
     prompt_sha256, as kinds/judging.describe_step gives them, which the entry must repeat), under a name that is no
-    other role's."""
+    other role's, and a trained judge's facts (weights hash, figures) those its artifact records, where it is here."""
     problems, seen = [], set()
     for i, judge in enumerate(card.get("judges", [])):
         step, voter = judge.get("step"), judge.get("voter")
@@ -38,6 +38,11 @@ def voter_problems(card: dict, steps: dict[str, dict]) -> list[tuple[str, str]]:
         if (step, voter) in seen:
             problems.append((f"judges[{i}]", f"judge {step}/{voter} appears twice"))
         seen.add((step, voter))
+        cls, node = _backend(judge["config"])
+        facts = cls.recorded_facts(node) or {}  # a trained judge's hash and figures, from its artifact here
+        problems += [(f"judges[{i}].{key}", f"{str(judge.get(key))[:70]} is not what its artifact records: "
+                                            f"{str(value)[:70]}") for key, value in facts.items()
+                     if judge.get(key) != value]
     return problems
 
 
