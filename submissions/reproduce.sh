@@ -43,7 +43,11 @@ for entry in "${CARDS[@]}"; do
     && python -m benchmark.submit recall "submissions/$model/$task.json" ;; esac
 done
 if [ $# -gt 0 ]; then
-  for entry in "${CARDS[@]}"; do read -r model task <<<"$entry"; rm -f "submissions/$model/$task".*; done
+  for entry in "${CARDS[@]}"; do
+    read -r model task <<<"$entry"; rm -f "submissions/$model/$task".*
+    # a folder left with no card takes its model's config afresh (it may have changed since)
+    ls "submissions/$model"/*.json >/dev/null 2>&1 || rm -rf "submissions/$model"
+  done
 else
   for entry in "${CARDS[@]}"; do rm -rf "submissions/${entry%% *}"; done
 fi

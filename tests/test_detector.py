@@ -188,6 +188,21 @@ def test_detector_as_a_model_writes_a_score_card(trained_detector, compose):
     assert set(sample["output"]["p_unsafe"]) == {"OU", "RI", "UE", "TA", "BO"}
 
 
+def test_a_detector_you_trained_judges_a_run_under_its_own_hash(trained_detector, compose, data_root):
+    from benchmark.models.encoders import artifact_sha256
+    from benchmark.runner import run
+    from benchmark.submissions.panel import panel_status
+
+    _, out = trained_detector
+    card, _ = run(compose("model=blenderbot-small", "task=diasafety_chatbot", "limit=3",
+                          f"judge.models.context.pretrained={out}", "judge.models.context.sha256=null"))
+    context = next(j for j in card["judges"] if j["step"] == "context")
+    assert context["config"]["pretrained"] == str(out)
+    shipped = compose("task=diasafety_chatbot").judge.models.context.sha256
+    assert context["config"]["sha256"] == artifact_sha256(out, MANIFEST) != shipped
+    assert panel_status(card).startswith("judge context: ")  # valid, but shown apart from the standard cards
+
+
 def test_missing_checkpoint_is_one_clear_error(compose, tmp_path, synthetic_root, monkeypatch):
     from benchmark.runner import run
 
