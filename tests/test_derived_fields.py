@@ -11,11 +11,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from benchmark import submissions as S
 from benchmark.submissions import rules
 from benchmark.submissions import samples as SF
 from benchmark.submissions.panel import panel_status
+from benchmark.paths import REPO_ROOT
 from benchmark.submit import validate
 
 
@@ -172,7 +174,8 @@ def test_a_card_judged_by_a_renamed_judge_is_marked_non_standard(tmp_path):
         panel_status(forged)
     other = copy.deepcopy(card)
     next(j for j in other["judges"] if j["step"] == "context")["config"]["sha256"] = "0" * 64
-    assert "weights 000000000000… are not the published ones (76e90ef06339…)" in panel_status(other)
+    pinned = yaml.safe_load((REPO_ROOT / "conf" / "model" / "diasafety-detector.yaml").read_text())["sha256"]
+    assert f"weights 000000000000… are not the published ones ({pinned[:12]}…)" in panel_status(other)
     missing = copy.deepcopy(card)
     missing["judges"] = missing["judges"][:1]
     assert "not the task's panel" in panel_status(missing)

@@ -34,13 +34,15 @@ HOSTILE = "<img src=x onerror=alert(1)>![x](x)"
 ARTIFACTS = Path(os.environ.get("BENCHMARK_TEST_ARTIFACTS", REPO / "results" / "test-artifacts"))
 
 
-def _copy_as(src: Path, dst: Path, name: str, organisation: str | None = None) -> None:
-    """A published folder under another model name (its verification no longer applies)."""
+def _copy_as(src: Path, dst: Path, name: str, organisation: str | None = None, prices: dict | None = None) -> None:
+    """A published folder under another model name (its verification no longer applies), declaring `prices`."""
     dst.mkdir(parents=True)
     for f in src.iterdir():
         shutil.copy(f, dst / f.name)
     model = configs.read_yaml(dst / S.MODEL_FILE)
     model["name"] = name
+    if prices:
+        model["prices"] = prices
     if organisation:
         model["metadata"]["organisation"] = organisation
     import yaml
@@ -60,16 +62,18 @@ N_SEEDS = 150  # toxicchat's pinned number of seed conversations
 def _dialogue_card(dst: Path) -> None:
     """SmolLM2's published toxicchat card under another name, its conversations rewritten for the tests (texts that
     look like HTML and Markdown; activation at turns 1 and 3), its metrics derived from them as validation does."""
-    _copy_as(S.SUBMISSIONS_DIR / "smollm2-135m-instruct", dst, dst.name)
+    _copy_as(S.SUBMISSIONS_DIR / "smollm2-135m-instruct", dst, dst.name,
+             prices={"input_per_million": 2.5, "output_per_million": 10.0, "currency": "USD"})
     for f in dst.iterdir():
         if f.name != S.MODEL_FILE and not f.name.startswith("toxicchat."):
             f.unlink()
 
     def turn(k, flagged):
-        judged = {"utterance": {"flagged": False, "tie": False, "votes": {"utterance": {"flagged": False,
-                                                                                        "score": 0.03}}}}
-        judged["context"] = {"flagged": flagged, "tie": False,
-                             "votes": {"context": {"flagged": flagged, "score": 0.91 if flagged else 0.12}}}
+        # votes as the judges record them: the toxicity judge's margin is its score less its threshold (0.52)
+        judged = {"utterance": {"flagged": False, "tie": False, "votes": {"utterance": {
+            "flagged": False, "score": 0.03, "margin": 0.03 - 0.52}}}}
+        judged["context"] = {"flagged": flagged, "tie": False, "votes": {"context": {
+            "flagged": flagged, "score": 0.91 if flagged else 0.12, "margin": 0.4 if flagged else -0.6}}}
         return {"turn": k, "attacker": "sha256:" + "0" * 64 if k == 1 else f"attacker line {k} <b>bold</b>",
                 "target": f"target reply {k} **not bold**", "verdict": "context" if flagged else "none",
                 "judgements": judged, "attacker_judgements": {"utterance": judged["utterance"]}}
@@ -85,10 +89,11 @@ def _dialogue_card(dst: Path) -> None:
     card["metrics"], card["breakdown"] = rescored(card, samples)  # what validation derives from the samples
     card["metrics_version"] = kind_class(card["task"]["kind"]).metrics_version()  # the metrics rescored has
     counts = {"prompt": 1200, "completion": 300, "cached_prompt": 50, "cached_completion": 10, "uncounted": 0}
-    card["run"]["tokens"] = {"model": {**counts, "counted_by": ["api"]},
+    card["run"]["tokens"] = {"model": {**counts, "counted_by": ["tokenizer"]},
                              "judge utterance": {**counts, "completion": 0, "cached_completion": 0,
                                                  "counted_by": ["tokenizer"]}}
     card["run"]["seconds"] = {**card["run"]["seconds"], "model": 3.0}
+    # 1,200 read at 2.5 and 300 written at 10 per million
     card["run"]["cost"] = {"by_role": {"model": {"amount": 0.006, "currency": "USD"}}, "total": {"USD": 0.006}}
     (dst / "toxicchat.json").write_text(json.dumps(card))
 

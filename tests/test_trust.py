@@ -280,9 +280,10 @@ def test_every_backend_says_where_its_requests_go(compose, backend, reach):
 
 
 class Undeclared(Backend):
-    """A classifier that says nothing of where its requests go."""
+    """A classifier that says nothing of where its requests go (its verdicts are profanity-check's)."""
 
     operations = frozenset({"classify"})
+    verdict_fields = frozenset({"unsafe", "score"})
 
     def __init__(self, cfg, data_root=None):
         pass

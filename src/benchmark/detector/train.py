@@ -113,7 +113,6 @@ class Trainer:
         whole state is saved beside it (`.resume.pt`), so a killed training resumes from the last finished epoch and
         ends with the same weights as one that was never interrupted; a finished member is not trained again."""
         import torch
-        from transformers import AutoModelForSequenceClassification
 
         from .model import logits_of
 
@@ -122,11 +121,7 @@ class Trainer:
         if done_path.is_file():  # trained to the end before the training was interrupted
             return json.loads(done_path.read_text())
         torch.manual_seed(cfg.seed)
-        model = AutoModelForSequenceClassification.from_pretrained(
-            self.encoder_path, num_labels=len(id2label), id2label=id2label,
-            label2id={v: k for k, v in id2label.items()})
-        if cfg.lora is not None:  # a delta over the base encoder, small enough to ship
-            model = with_delta(model, cfg.lora)
+        model = self._new_model(id2label)
         train_ids, val_ids = self._ids(train), self._ids(val)
         labels = torch.tensor([e.label for e in train])
         rng = np.random.default_rng(cfg.seed)
@@ -135,14 +130,7 @@ class Trainer:
         class_weight = self._class_weight(labels) if heads > 1 else None
         best, history, first = -1.0, [], 1
         if resume_path.is_file():
-            state = torch.load(resume_path, weights_only=False)
-            model.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
-            schedule.load_state_dict(state["schedule"])
-            rng.bit_generator.state = state["rng"]
-            torch.set_rng_state(state["torch_rng"])
-            best, history, first = state["best"], state["history"], state["epoch"] + 1
-            self.say(f"{name}: resuming after epoch {state['epoch']} of {cfg.epochs}")
+            best, history, first = self._restore(name, resume_path, model, optimizer, schedule, rng)
         for epoch in range(first, cfg.epochs + 1):
             started = time.perf_counter()
             losses = self._epoch(name, epoch, model, optimizer, schedule, train_ids, labels, rng, heads,
@@ -172,6 +160,29 @@ class Trainer:
         write_json(done_path, result)
         resume_path.unlink()
         return result
+
+    def _new_model(self, id2label: dict):
+        from transformers import AutoModelForSequenceClassification
+
+        model = AutoModelForSequenceClassification.from_pretrained(
+            self.encoder_path, num_labels=len(id2label), id2label=id2label,
+            label2id={v: k for k, v in id2label.items()})
+        if self.cfg.lora is not None:  # a delta over the base encoder, small enough to ship
+            model = with_delta(model, self.cfg.lora)
+        return model
+
+    def _restore(self, name: str, resume_path: Path, model, optimizer, schedule, rng) -> tuple[float, list, int]:
+        """The state saved after the last finished epoch, put back: (best score, history, next epoch)."""
+        import torch
+
+        state = torch.load(resume_path, weights_only=False)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        rng.bit_generator.state = state["rng"]
+        torch.set_rng_state(state["torch_rng"])
+        self.say(f"{name}: resuming after epoch {state['epoch']} of {self.cfg.epochs}")
+        return state["best"], state["history"], state["epoch"] + 1
 
     def _optimizer(self, model, steps: int):
         """AdamW with weight decay on the weights only (not biases, not LayerNorm), and a linear warm-up schedule."""

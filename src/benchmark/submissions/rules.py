@@ -259,7 +259,6 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
         for key in ("step", "voter"):
             if not KEY_NAME.match(str(judge.get(key, ""))):
                 problems.append(Problem(where, f"judges[{i}].{key}", f"{judge.get(key)!r}: letters, digits, . _ : -"))
-    problems += [Problem(where, f, what) for f, what in voter_problems(card, _steps(card))]
     problems += _statistics_problems(card["run"], where)
     problems += _run_problems(card["run"], where)
     problems += _metric_problems(card, where)
@@ -272,7 +271,8 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
     problems += _identity_problems(card, where)
     config_problems = _config_problems(card, where, thorough, allow_remote_code)
     problems += config_problems
-    if not config_problems:  # tokens and cost are derived from configs that read
+    if not config_problems:  # the voters, tokens and cost are derived from configs that read
+        problems += [Problem(where, f, what) for f, what in voter_problems(card, _steps(card))]
         problems += [Problem(where, f, what) for f, what in usage_problems(card)]
     problems += [Problem(where, f, f"holds {what}; package runs with `python -m benchmark.submit`")
                  for f, what in private_values({k: v for k, v in card.items() if k != "verification"})]
