@@ -129,19 +129,23 @@ def overview_page(cards: list, registry: dict) -> None:
     pick_open = f4.selectbox("Open weights", ["any", "yes", "no"], key="f_open")
     pick_licence = f5.multiselect("Licence", licences, key="f_licence")
     pick_kind = f6.multiselect("Kind of model", kinds, key="f_kind")
-    only_verified = f7.checkbox("Verified cards only", key="f_verified")
+    with_unverified = f7.checkbox(
+        "Rank unverified cards too", value=runs_root() is not None, key="f_unverified",
+        help="Off: only verified cards judged by their task's panel are ranked, the others are listed below the "
+             "ranking. On: cards no verifier has signed are ranked too, each one's task named in the column "
+             "\"not verified\". A card judged by a non-standard panel is never ranked.")
 
     shown_tasks = [t for t in tasks if (not pick_lang or registry[t]["language"] in pick_lang)
                    and (not pick_task or t in pick_task)]
-    chosen = [c for c in cards if c.summary.task in shown_tasks and (not only_verified or c.summary.verified)]
-    # a card judged by another panel than its task's is never ranked beside the others: shown apart, below
-    standard = {id(c): c.panel is None for c in chosen}
-    apart = [c for c in chosen if not standard[id(c)]]
-    chosen = [c for c in chosen if standard[id(c)]]
+    # a card no verifier has re-run, or judged by another panel than its task's, is never ranked beside the verified
+    # standard ones unless asked for (and then marked): shown apart, below
+    split = T.standing([c for c in cards if c.summary.task in shown_tasks], with_unverified)
+    chosen = split.ranked
     frame = models_picked(T.overview(chosen, registry), pick_size, pick_open, pick_licence, pick_kind)
     if frame.empty:
-        st.info("No score card matches these filters.")
-        apart_table(apart, registry)
+        st.info("No score card to rank matches these filters." + (
+            " The cards shown apart are listed below." if split.unverified or split.nonstandard else ""))
+        apart_tables(split)
         return
     heads = [c for c in frame.columns if c.endswith(("↑", "↓"))]
     listed = set(frame["model"])
@@ -152,6 +156,9 @@ def overview_page(cards: list, registry: dict) -> None:
         rank = T.ranks(points[points["column"] == rank_by])
         frame.insert(0, "rank", pd.array([rank.get(m) for m in frame["model"]], dtype="Int64"))
         frame = frame.sort_values(["rank", rank_by], ascending=[True, rank_by.endswith("↓")], na_position="last")
+    if "not verified" in frame.columns:
+        st.warning("Unverified cards are ranked here too: the column \"not verified\" names the tasks "
+                   "whose figures in a row come from a card no verifier has re-run and signed.")
     figures = heads + [c for c in frame.columns if c.endswith(" · judge F1")]
     st.dataframe(frame, column_config={c: st.column_config.NumberColumn(format="%.1f") for c in figures},
                  hide_index=True, width="stretch", placeholder="",
@@ -159,7 +166,7 @@ def overview_page(cards: list, registry: dict) -> None:
     st.download_button("Download this table (CSV)", lambda frame=frame: T.to_csv(frame), "leaderboard.csv", "text/csv")
     if not points.empty:
         st.vega_lite_chart(spec=C.headline_chart(points), width="content")
-    apart_table(apart, registry)
+    apart_tables(split)
     st.markdown("**What the columns mean** (↑ higher is better, ↓ lower is better; judge F1: the task's judging "
                 "procedure against human labels, from the card's own outcome on its labelled set; rank: on the column ranked "
                 "by, one plus the number of models whose 95% interval lies wholly on the better side of the model's "
@@ -171,16 +178,19 @@ def overview_page(cards: list, registry: dict) -> None:
                     f"{esc(task.get('description', ''))} [Task page and definition]({link('Tasks', task=t)})")
 
 
-def apart_table(apart: list, registry: dict) -> None:
-    """The cards judged by another panel than their task's, never ranked with the others."""
-    if not apart:
-        return
-    st.markdown("**Judged by a non-standard panel** (not ranked: their rates come from judges the suite has not "
-                "measured as the task's)")
-    st.dataframe(pd.DataFrame([{"model": c.summary.model, "task": c.summary.task,
-                                "headline": round(T.shown(c.summary.headline), 1),
-                                "why": c.panel} for c in apart]),
-                 hide_index=True, width="stretch", key="nonstandard_table")
+UNVERIFIED_NOTE = ("**Not verified, not ranked**: no verifier has re-run and signed these cards (tick \"Rank "
+                   "unverified cards too\" to rank them beside the others, marked)")
+NONSTANDARD_NOTE = ("**Judged by a non-standard panel, not ranked**: their rates come from judges the suite has not "
+                    "measured as the task's")
+
+
+def apart_tables(split: T.Standing, frame_of=T.apart_frame, key: str = "") -> None:
+    """The cards a ranking page shows apart, below its ranking: the unverified ones, then the non-standard ones."""
+    for cards, note, name in ((split.unverified, UNVERIFIED_NOTE, "unverified_table"),
+                              (split.nonstandard, NONSTANDARD_NOTE, "nonstandard_table")):
+        if cards:
+            st.markdown(note)
+            st.dataframe(frame_of(cards), hide_index=True, width="stretch", placeholder="", key=key + name)
 
 
 def pick(label: str, names: list[str], param: str, key: str) -> str:
@@ -222,18 +232,46 @@ def tasks_page(cards: list, registry: dict) -> None:
     if not on_task:
         st.info("No score card for this task yet.")
         return
-    frame = T.task_frame(on_task, name)
+    with_unverified = st.checkbox(
+        "Rank unverified cards too", value=runs_root() is not None, key="task_unverified",
+        help="Off: only verified cards judged by the task's panel are ranked, the others are listed below the "
+             "ranking. On: cards no verifier has signed are ranked too, marked \"no\" in the column \"verified\". "
+             "A card judged by a non-standard panel is never ranked.")
+    split = T.standing(on_task, with_unverified)
     head = task["headline"]
-    frame = frame.sort_values(head, ascending=task.get("better") == "lower")
-    numeric = [c for c in frame.columns if c not in ("model", "verified", "n", "judges on human labels", "panel")
-               and not c.endswith("95% CI")]
-    st.dataframe(frame.style.format("{:.1f}", subset=numeric), hide_index=True, placeholder="",
-                 width="stretch", key="task_table")
-    st.download_button("Download this table (CSV)", lambda frame=frame: T.to_csv(frame), f"{name}.csv", "text/csv")
-    notes = [f"- **{esc(m)}**: {esc(T.METRIC_NOTES[m])}" for m in frame.columns if m in T.METRIC_NOTES]
+    if split.ranked:
+        frame = T.task_frame(split.ranked, name)
+        frame = frame.sort_values(head, ascending=task.get("better") == "lower")
+        if (frame["verified"] != "yes").any():
+            st.warning("Unverified cards are ranked here too: marked \"no\" in the column \"verified\".")
+        st.dataframe(frame.style.format("{:.1f}", subset=task_numbers(frame)), hide_index=True, placeholder="",
+                     width="stretch", key="task_table")
+        st.download_button("Download this table (CSV)", lambda frame=frame: T.to_csv(frame), f"{name}.csv",
+                           "text/csv")
+    else:
+        st.info("No verified score card judged by the task's panel for this task yet: its cards are listed below.")
+    apart_tables(split, lambda apart: task_apart(apart, name), key="task_")
+    metrics = dict.fromkeys(m for c in on_task for m in c.card["metrics"])
+    notes = [f"- **{esc(m)}**: {esc(T.METRIC_NOTES[m])}" for m in metrics if m in T.METRIC_NOTES]
     if notes:
         st.markdown("\n".join(notes))
-    breakdown_charts(on_task, task)
+    if split.ranked and (split.unverified or split.nonstandard):
+        st.caption("The breakdowns below draw the ranked cards only; a card shown apart has its own on its model's "
+                   "page.")
+    if split.ranked:
+        breakdown_charts(split.ranked, task)
+
+
+def task_numbers(frame: pd.DataFrame) -> list[str]:
+    """A task table's figures (formatted to one decimal)."""
+    return [c for c in frame.columns if c not in ("model", "verified", "n", "judges on human labels", "panel")
+            and not c.endswith("95% CI")]
+
+
+def task_apart(cards: list, task: str):
+    """The task's table of cards shown apart: by model, never by score."""
+    frame = T.task_frame(cards, task).sort_values("model", kind="stable")
+    return frame.style.format("{:.1f}", subset=task_numbers(frame))
 
 
 def models_page(cards: list, registry: dict) -> None:

@@ -17,10 +17,17 @@ def _tooltip(*names: str) -> list[dict]:
 
 
 def headline_chart(points: pd.DataFrame) -> dict:
-    """One panel per task: the best models' headlines with their 95% CIs, the best at the top."""
+    """One panel per task: the best models' headlines with their 95% CIs, the best at the top; where unverified cards
+    are among them, each point coloured by whether its card is verified."""
     panels, datasets = [], {}
+    marked = "verified" in points.columns and not points["verified"].all()
+    point = {"x": _field("value")}
+    if marked:
+        point["color"] = _field("card", "nominal", title=None, scale={"domain": ["verified", "not verified"]})
     for i, ((task, column), part) in enumerate(points.groupby(["task", "column"], sort=True)):
         part = part.sort_values("value", ascending=part["better"].iloc[0] == "lower").head(CHART_MODELS)
+        if marked:
+            part = part.assign(card=part["verified"].map({True: "verified", False: "not verified"}))
         datasets[f"panel{i}"] = part.reset_index(drop=True)
         # a fixed width: a concatenation cannot take the page's width, and "container" would overflow it by the labels
         panels.append({
@@ -30,7 +37,7 @@ def headline_chart(points: pd.DataFrame) -> dict:
                          "tooltip": _tooltip("model", "value", "ci_low", "ci_high")},
             "layer": [{"mark": {"type": "rule", "strokeWidth": 2},
                        "encoding": {"x": _field("ci_low", title=None), "x2": {"field": "ci_high"}}},
-                      {"mark": {"type": "point", "filled": True, "size": 60}, "encoding": {"x": _field("value")}}]})
+                      {"mark": {"type": "point", "filled": True, "size": 60}, "encoding": point}]})
     return {"title": f"Each model's headline with its 95% CI, by task (the best {CHART_MODELS} of each task where "
                      "there are more)", "datasets": datasets, "vconcat": panels}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -70,6 +71,30 @@ def headline_column(task: dict) -> str:
     return f"{task['name']} · {task['headline']} {arrow}"
 
 
+@dataclass(frozen=True)
+class Standing:
+    """A ranking page's cards: those it ranks, and those it shows apart below them, never ranked with them."""
+
+    ranked: list  # verified and judged by their task's panel; with unverified ones asked for, those too (marked)
+    unverified: list  # judged by their task's panel but not verified: shown apart unless asked for
+    nonstandard: list  # judged by another panel than their task's (card.panel says how), verified or not
+
+
+def standing(cards: list, with_unverified: bool = False) -> Standing:
+    """The cards a ranking page ranks and those it shows apart. A card counts as verified when its verification
+    block says so: the loader rejects a card whose block is not signed by a listed key or does not hold, so an
+    accepted card's block is one a verifier signed."""
+    standard = [c for c in cards if c.panel is None]
+    unverified = [c for c in standard if not c.summary.verified]
+    return Standing(ranked=standard if with_unverified else [c for c in standard if c.summary.verified],
+                    unverified=[] if with_unverified else unverified,
+                    nonstandard=[c for c in cards if c.panel is not None])
+
+
+def verified_text(verified: bool) -> str:
+    return "yes" if verified else "no"
+
+
 def models_frame(cards: list) -> pd.DataFrame:
     """One row per model: its public metadata."""
     rows = {}
@@ -120,10 +145,13 @@ def overview(cards: list, registry: dict) -> pd.DataFrame:
         return frame
     cells: dict[tuple[str, str], object] = {}
     judged = set()
+    unverified: dict[str, list[str]] = {}
     for c in cards:
         summary = c.summary
         task = registry[summary.task]
         m = summary.headline
+        if not summary.verified:
+            unverified.setdefault(summary.model, []).append(task["name"])
         cells[(summary.model, headline_column(task))] = shown(m)
         cells[(summary.model, f"{task['name']} · 95% CI")] = ci_text(m)
         if summary.judge is not None:
@@ -135,8 +163,13 @@ def overview(cards: list, registry: dict) -> pd.DataFrame:
                              *(((f"{t} · judge F1", None),) if t in judged else ())):
             frame[col] = [cells.get((m, col), missing) for m in models]
         frame[headline_column(registry[t])] = pd.to_numeric(frame[headline_column(registry[t])])
+    marks = []
+    if unverified:  # beside the name: a row's figures from an unverified card are never read as verified ones
+        frame["not verified"] = [", ".join(sorted(unverified.get(m, []))) for m in models]
+        marks = ["not verified"]
     scores = [c for c in frame.columns if " · " in c]
-    return frame[["model", *scores, *[c for c in frame.columns if c != "model" and c not in scores]]]
+    return frame[["model", *marks, *scores,
+                  *[c for c in frame.columns if c != "model" and c not in scores and c not in marks]]]
 
 
 def headlines(cards: list, registry: dict) -> pd.DataFrame:
@@ -149,8 +182,8 @@ def headlines(cards: list, registry: dict) -> pd.DataFrame:
         k = 100 if m.is_share else 1
         rows.append({"task": task["name"], "column": headline_column(task), "model": summary.model,
                      "value": shown(m), "ci_low": k * m.ci_low, "ci_high": k * m.ci_high,
-                     "better": task.get("better", "higher")})
-    return pd.DataFrame(rows, columns=["task", "column", "model", "value", "ci_low", "ci_high", "better"])
+                     "better": task.get("better", "higher"), "verified": summary.verified})
+    return pd.DataFrame(rows, columns=["task", "column", "model", "value", "ci_low", "ci_high", "better", "verified"])
 
 
 def ranks(points: pd.DataFrame) -> dict[str, int]:
@@ -188,7 +221,7 @@ def task_frame(cards: list, task: str) -> pd.DataFrame:
         summary = c.summary
         if summary.task != task:
             continue
-        row = {"model": summary.model, "verified": "yes" if summary.verified else "", "n": summary.n,
+        row = {"model": summary.model, "verified": verified_text(summary.verified), "n": summary.n,
                "judges on human labels": judge_text(summary.judge), "panel": c.panel or "the task's"}
         for name, m in c.card["metrics"].items():
             m = Metric.of(m)
@@ -196,6 +229,16 @@ def task_frame(cards: list, task: str) -> pd.DataFrame:
             row[f"{name} · 95% CI"] = ci_text(m)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def apart_frame(cards: list) -> pd.DataFrame:
+    """Cards a ranking page shows apart from its ranking: one row each, by model and task (an order by score would
+    read as a rank)."""
+    rows = [{"model": c.summary.model, "task": c.summary.task, "headline": round(shown(c.summary.headline), 1),
+             "95% CI": ci_text(c.summary.headline), "verified": verified_text(c.summary.verified),
+             "panel": c.panel or "the task's"} for c in cards]
+    frame = pd.DataFrame(rows, columns=["model", "task", "headline", "95% CI", "verified", "panel"])
+    return frame.sort_values(["model", "task"], kind="stable", ignore_index=True)
 
 
 def breakdown(cards: list, task: dict) -> pd.DataFrame:
@@ -243,6 +286,6 @@ def model_row(c, task: dict) -> dict:
             "judges on human labels": judge_text(summary.judge),
             "panel": c.panel or "the task's",
             "better": task.get("better", "higher"), "n": summary.n,
-            "verified": "yes" if summary.verified else "", "run": card["run"]["started_at"],
+            "verified": verified_text(summary.verified), "run": card["run"]["started_at"],
             "suite commit": (card["run"]["git_commit"] or "")[:10],
             "judges": ", ".join(f"{j['step']}: {j['name']}" for j in card.get("judges", []))}

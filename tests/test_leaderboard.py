@@ -29,16 +29,20 @@ REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "leaderboard" / "app.py"
 SERVER = REPO / "leaderboard" / "serve.py"  # how the board is served: app.py's pages, the cards loaded at its start
 PUBLISHED = ["profanity-check", "diasafety-detector", "blenderbot-small", "dialogpt-small", "ricota-solar"]
-# a model name with HTML and with Markdown: either would make an element on a page that rendered it
-HOSTILE = "<img src=x onerror=alert(1)>![x](x)"
+# a model name with Markdown and HTML entities: either would make an element or another text on a page that rendered
+# it (a folder's name holds none of < > : " / \\ | ? *, so raw HTML is the organisation's, below)
+HOSTILE = "&lt;b&gt; ![x](x) [y](z) _e_ `c`"
 ARTIFACTS = Path(os.environ.get("BENCHMARK_TEST_ARTIFACTS", REPO / "results" / "test-artifacts"))
 
 
-def _copy_as(src: Path, dst: Path, name: str, organisation: str | None = None, prices: dict | None = None) -> None:
-    """A published folder under another model name (its verification no longer applies), declaring `prices`."""
+def _copy_as(src: Path, dst: Path, name: str, organisation: str | None = None, tasks: tuple | None = None,
+             prices: dict | None = None) -> None:
+    """A published folder under another model name (its verification no longer applies); `tasks`: only their cards;
+    `prices`: what its model declares."""
     dst.mkdir(parents=True)
     for f in src.iterdir():
-        shutil.copy(f, dst / f.name)
+        if tasks is None or f.name == S.MODEL_FILE or f.name.split(".")[0] in tasks:
+            shutil.copy(f, dst / f.name)
     model = configs.read_yaml(dst / S.MODEL_FILE)
     model["name"] = name
     if prices:
@@ -54,6 +58,18 @@ def _copy_as(src: Path, dst: Path, name: str, organisation: str | None = None, p
         card["model"]["name"], card["model"]["config"] = name, model
         card["model"]["metadata"] = model["metadata"]
         card_path.write_text(json.dumps(card))
+
+
+def _own_outputs(folder: Path, task: str) -> None:
+    """A copied classifier card made the folder's own results (a board refuses another folder's outputs): every safe
+    verdict's score a millionth lower, so each verdict, and every metric, stays what it was."""
+    samples = SF.read_samples(folder / (task + S.SAMPLES_SUFFIX))
+    for s in samples:
+        if not s["output"]["unsafe"]:
+            s["output"]["score"] *= 1 - 1e-6
+    card = json.loads((folder / (task + S.CARD_SUFFIX)).read_text())
+    card["samples"]["sha256"] = SF.write_samples(samples, folder / (task + S.SAMPLES_SUFFIX))
+    (folder / (task + S.CARD_SUFFIX)).write_text(json.dumps(card))
 
 
 N_SEEDS = 150  # toxicchat's pinned number of seed conversations
@@ -104,6 +120,7 @@ def fixture_root(tmp_path_factory) -> Path:
     for name in PUBLISHED:
         shutil.copytree(S.SUBMISSIONS_DIR / name, root / name)
     _copy_as(root / "profanity-check", root / HOSTILE, HOSTILE, organisation="**bold** <script>alert(2)</script>")
+    _own_outputs(root / HOSTILE, "diasafety")
     _dialogue_card(root / "dialogue-fixture")
     _copy_as(root / "profanity-check", root / "broken-card", "broken-card")
     (root / "broken-card" / "diasafety.json").write_text("{ this is not json")
@@ -245,7 +262,9 @@ def test_overview_shows_each_models_headlines_and_blank_missing_cells(app, fixtu
     at = app.run()
     assert not at.exception
     frame = at.dataframe[0].value
-    assert set(frame["model"]) == {*PUBLISHED, HOSTILE, "dialogue-fixture"}
+    assert set(frame["model"]) == set(PUBLISHED)  # the verified cards; the copies below, not ranked
+    unverified = at.dataframe[1].value
+    assert set(unverified["model"]) == {HOSTILE, "dialogue-fixture"} and set(unverified["verified"]) == {"no"}
     by_model = frame.set_index("model")
     col = "diasafety · macro_f1 ↑"
     assert by_model.loc["diasafety-detector", col] == pytest.approx(headline(fixture_root, "diasafety-detector",
@@ -315,6 +334,7 @@ def test_ranks_count_only_the_models_an_interval_apart():
 
 def test_the_overview_ranks_in_groups(app):
     at = app.run()
+    at.checkbox(key="f_unverified").check().run()  # the hostile-named copy is not verified
     column = "diasafety · macro_f1 ↑"
     at.selectbox(key="f_rank").set_value(column).run()
     frame = at.dataframe[0].value.set_index("model")
@@ -355,8 +375,252 @@ def test_filters_change_the_rows(app):
     at.multiselect(key="f_size").set_value(["< 1B"]).run()
     assert "ricota-solar" not in set(at.dataframe[0].value["model"])
     at.multiselect(key="f_size").set_value([]).run()
-    at.checkbox(key="f_verified").check().run()
     assert HOSTILE not in set(at.dataframe[0].value["model"])  # its copied card is not verified
+    at.checkbox(key="f_unverified").check().run()
+    assert HOSTILE in set(at.dataframe[0].value["model"])
+
+
+# ------------------------------------------- what a ranking holds: verified cards judged by their task's panel, only
+
+# each card below from another published card: a board refuses a card whose outputs are another folder's
+RANKED = {"smollm2-135m-instruct", "ricota-chatgpt-v1"}  # verified, the task's panel (and a judged task's card)
+UNSIGNED = {"unsigned-profanity", "unsigned-ricota", "failed-check"}  # the task's panel, not verified
+OTHER_PANEL = {"other-panel", "signed-other-panel"}  # judged by another context judge than the task's
+JUDGED = ("blenderbot-small", "blenderbot-medium", "blenderbot-large", "dialogpt-small", "dialogpt-medium")
+
+
+def _published(name: str, task: str) -> Path:
+    """A published folder that holds a card of `task`."""
+    folder = S.SUBMISSIONS_DIR / name
+    for f in (S.MODEL_FILE, task + S.CARD_SUFFIX, task + S.SAMPLES_SUFFIX):
+        assert (folder / f).is_file(), f"{folder / f} is published"
+    return folder
+
+
+def _edit(path: Path, change) -> None:
+    card = json.loads(path.read_text())
+    change(card)
+    path.write_text(json.dumps(card))
+
+
+def _other_context_judge(card) -> None:
+    """The context judge's config changed where no verdict shows it: valid, but not the task's panel as shipped."""
+    from benchmark.models import model_sha256
+
+    judge = next(j for j in card["judges"] if j["step"] == "context")
+    judge["config"]["max_length"] = 64
+    judge["config_sha256"] = model_sha256(configs.model_config_node(judge["config"]))
+
+
+def _signed(key: Path, published: dict, **figures):
+    """A verification of the card as it is now, signed with `key`, from a published card's block with `figures`."""
+    from benchmark.submissions.signing import card_sha256, sign, verified_from
+
+    def change(card):
+        block = {k: v for k, v in published["verification"].items() if k not in ("key_id", "signature")}
+        block.update(figures, card_sha256=card_sha256(card))
+        block["verified"] = verified_from(block)
+        card["verification"] = sign(card, block, key)
+    return change
+
+
+@pytest.fixture(scope="module")
+def standing_root(tmp_path_factory) -> tuple[Path, Path]:
+    """Verified published cards of the task's panel beside cards that are not verified (no verification, a signed one
+    that failed, one with another card's) and cards judged by another panel (unverified, and signed); the keys file
+    that lists the published keys and the test's own."""
+    from benchmark.submissions.signing import keygen
+
+    judged = list(JUDGED)
+    root = tmp_path_factory.mktemp("standing")
+    key, keys = root.parent / f"{root.name}.pem", root.parent / f"{root.name}-keys.json"
+    keys.write_text(json.dumps({**json.loads((S.SUBMISSIONS_DIR / "verifier_keys.json").read_text()),
+                                **json.loads(keygen(key))}))
+    smollm2 = root / "smollm2-135m-instruct"
+    smollm2.mkdir()
+    for task in ("diasafety", "ricota"):
+        for f in (S.MODEL_FILE, task + S.CARD_SUFFIX, task + S.SAMPLES_SUFFIX):
+            shutil.copy(_published("smollm2-135m-instruct", task) / f, smollm2 / f)
+    shutil.copytree(_published("ricota-chatgpt-v1", "ricota"), root / "ricota-chatgpt-v1")
+    shutil.copytree(_published(judged[0], "diasafety_chatbot"), root / judged[0])
+    _copy_as(_published("profanity-check", "diasafety"), root / "unsigned-profanity", "unsigned-profanity")
+    _copy_as(_published("ricota-solar", "ricota"), root / "unsigned-ricota", "unsigned-ricota")
+    qwen = "qwen2.5-coder-0.5b-instruct"
+    _copy_as(_published(qwen, "diasafety"), root / "failed-check", "failed-check", tasks=("diasafety",))
+    _edit(root / "failed-check" / "diasafety.json",
+          _signed(key, json.loads((S.SUBMISSIONS_DIR / qwen / "diasafety.json").read_text()), failed=1))
+    _copy_as(_published(qwen, "ricota"), root / "copied-signature", "copied-signature", tasks=("ricota",))
+    published = json.loads((S.SUBMISSIONS_DIR / qwen / "ricota.json").read_text())
+    _edit(root / "copied-signature" / "ricota.json", lambda card: card.update(verification=published["verification"]))
+    for name, source in zip(sorted(OTHER_PANEL), judged[1:]):
+        _copy_as(_published(source, "diasafety_chatbot"), root / name, name)
+        _edit(root / name / "diasafety_chatbot.json", _other_context_judge)
+    source = json.loads((S.SUBMISSIONS_DIR / judged[2] / "diasafety_chatbot.json").read_text())
+    _edit(root / "signed-other-panel" / "diasafety_chatbot.json", _signed(key, source))
+    return root, keys
+
+
+@pytest.fixture
+def standing_app(standing_root, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    root, keys = standing_root
+    monkeypatch.setenv("BENCHMARK_VERIFIER_KEYS", str(keys))  # the test's key signs too, as a listed one would
+    monkeypatch.setenv("BENCHMARK_SUBMISSIONS", str(root))
+    monkeypatch.delenv("BENCHMARK_DATA_ROOT", raising=False)
+    return AppTest.from_file(str(APP), default_timeout=120)
+
+
+@pytest.fixture
+def keyed(monkeypatch) -> dict:
+    """The tables the last run of a page drew, by their keys (the test tree does not keep a table's key): each as a
+    DataFrame."""
+    import streamlit as st
+    from pandas.io.formats.style import Styler
+
+    drawn, dataframe, page_config = {}, st.dataframe, st.set_page_config
+
+    def spy(data=None, *args, **kwargs):
+        drawn[kwargs.get("key")] = data.data if isinstance(data, Styler) else data
+        return dataframe(data, *args, **kwargs)
+
+    def run_starts(*args, **kwargs):  # the first call of every run of the app
+        drawn.clear()
+        return page_config(*args, **kwargs)
+
+    monkeypatch.setattr(st, "dataframe", spy)
+    monkeypatch.setattr(st, "set_page_config", run_starts)
+    return drawn
+
+
+def _judged(standing_root) -> str:
+    """The folder of the verified card of the judged task, of the task's panel."""
+    return next(name for name in JUDGED if (standing_root[0] / name).is_dir())
+
+
+def test_the_board_splits_cards_into_ranked_unverified_and_non_standard(standing_root, monkeypatch):
+    T = _tables()
+    root, keys = standing_root
+    monkeypatch.setenv("BENCHMARK_VERIFIER_KEYS", str(keys))
+    loaded = S.load(root, thorough=True)
+    assert {Path(p.path).relative_to(root).parts[0] for p in loaded.rejected} == {"copied-signature"}
+    assert any(p.field == "verification" for p in loaded.rejected)  # a block not its own
+    split = T.standing(loaded.cards)
+    assert {c.summary.model for c in split.ranked} == RANKED | {_judged(standing_root)}
+    assert all(c.summary.verified and c.panel is None for c in split.ranked)
+    assert {c.summary.model for c in split.unverified} == UNSIGNED
+    assert {c.summary.model for c in split.nonstandard} == OTHER_PANEL
+    assert {c.summary.model: c.summary.verified for c in split.nonstandard} == {"other-panel": False,
+                                                                                "signed-other-panel": True}
+    asked = T.standing(loaded.cards, with_unverified=True)
+    assert {c.summary.model for c in asked.ranked} == RANKED | UNSIGNED | {_judged(standing_root)}
+    assert not asked.unverified and asked.nonstandard == split.nonstandard  # another panel: never ranked
+    apart = T.apart_frame(split.unverified)
+    assert list(apart["model"]) == sorted(UNSIGNED) and set(apart["verified"]) == {"no"}  # by name, not by score
+    marked = T.overview(asked.ranked, S.task_registry()).set_index("model")
+    assert marked.loc["unsigned-profanity", "not verified"] == "diasafety"
+    assert marked.loc["smollm2-135m-instruct", "not verified"] == ""
+    assert "not verified" not in T.overview(split.ranked, S.task_registry()).columns
+
+
+def test_the_overview_ranks_only_verified_cards_of_the_tasks_panel(standing_app, standing_root, keyed):
+    at = standing_app.run()
+    assert not at.exception
+    assert not at.checkbox(key="f_unverified").value  # off unless asked
+    ranked = keyed.get("overview_table")
+    assert set(ranked["model"]) == RANKED | {_judged(standing_root)}
+    assert "not verified" not in ranked.columns and not any("not verified" in w.value for w in at.warning)
+    unverified = keyed.get("unverified_table")
+    assert list(unverified["model"]) == sorted(UNSIGNED) and set(unverified["verified"]) == {"no"}
+    nonstandard = keyed.get("nonstandard_table").set_index("model")
+    assert set(nonstandard.index) == OTHER_PANEL
+    assert nonstandard["panel"].str.startswith("judge context: 'diasafety-detector' is not the task's").all()
+    assert nonstandard.loc["signed-other-panel", "verified"] == "yes"  # verified, and still not ranked
+    notes = [m.value for m in at.markdown]
+    assert any(n.startswith("**Not verified, not ranked**") for n in notes), notes
+    assert any(n.startswith("**Judged by a non-standard panel, not ranked**") for n in notes), notes
+    shown = json.dumps([d.value.to_dict("list") for d in at.dataframe], default=str)
+    assert "copied-signature" not in shown  # rejected: in no table
+    assert any(t.value.startswith(f"copied-signature{os.sep}ricota.json: verification: ")
+               for t in at.sidebar.text)
+    chart = next(e for e in at.main if e.type in ("vega_lite_chart", "arrow_vega_lite_chart"))
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    points = {r["model"] for d in chart.proto.datasets for r in convert_arrow_bytes_to_pandas_df(d.data.data)
+              .to_dict("records")}
+    assert points == set(ranked["model"])
+    at.selectbox(key="f_rank").set_value("diasafety · macro_f1 ↑").run()
+    ranks = keyed.get("overview_table").set_index("model")["rank"]
+    assert list(ranks.dropna().index) == ["smollm2-135m-instruct"]  # the only verified card on the task
+
+
+def test_the_tasks_page_ranks_only_verified_cards_of_the_tasks_panel(standing_app, standing_root, keyed):
+    judged = _judged(standing_root)
+    at = standing_app
+    at.query_params["page"] = "Tasks"
+    at.query_params["task"] = "diasafety_chatbot"
+    at.run()
+    assert not at.exception and not at.checkbox(key="task_unverified").value
+    assert list(keyed.get("task_table")["model"]) == [judged]
+    apart = keyed.get("task_nonstandard_table")
+    assert list(apart["model"]) == sorted(OTHER_PANEL) and list(apart["verified"]) == ["no", "yes"]
+    assert apart["panel"].str.startswith("judge context: ").all()
+    breakdowns = [d.value for d in at.dataframe if "group" in d.value.columns]
+    assert breakdowns and all(set(b["model"]) == {judged} for b in breakdowns)  # drawn for the ranked cards only
+    at.sidebar.radio(key="page").set_value("Tasks").run()
+    at.selectbox(key="task_pick").set_value("diasafety").run()
+    assert not at.exception
+    assert list(keyed.get("task_table")["model"]) == ["smollm2-135m-instruct"]
+    unverified = keyed.get("task_unverified_table")
+    assert list(unverified["model"]) == ["failed-check", "unsigned-profanity"] and set(unverified["verified"]) == {"no"}
+    assert keyed.get("task_nonstandard_table") is None
+
+
+def test_asking_for_unverified_cards_ranks_them_marked(standing_app, standing_root, keyed):
+    at = standing_app.run()
+    at.checkbox(key="f_unverified").check().run()
+    at.selectbox(key="f_rank").set_value("diasafety · macro_f1 ↑").run()
+    assert not at.exception
+    frame = keyed.get("overview_table").set_index("model")
+    assert set(frame.index) == RANKED | UNSIGNED | {_judged(standing_root)}  # another panel: still apart
+    assert set(keyed.get("nonstandard_table")["model"]) == OTHER_PANEL and keyed.get("unverified_table") is None
+    assert list(frame.columns[:2]) == ["rank", "not verified"]
+    assert frame.loc["unsigned-profanity", "not verified"] == frame.loc["failed-check", "not verified"] == "diasafety"
+    assert frame.loc["unsigned-ricota", "not verified"] == "ricota"
+    assert (frame.loc[sorted(RANKED), "not verified"] == "").all()
+    assert any("not verified" in w.value for w in at.warning)
+    ranks = frame["rank"].dropna()
+    assert set(ranks.index) == {"smollm2-135m-instruct", "unsigned-profanity", "failed-check"}
+    assert list(frame.index[:len(ranks)]) == list(ranks.sort_values(kind="stable").index)  # ranked together
+    chart = json.loads(next(e for e in at.main if e.type in ("vega_lite_chart", "arrow_vega_lite_chart")).proto.spec)
+    assert all(p["layer"][1]["encoding"]["color"]["field"] == "card" for p in chart["vconcat"])
+
+    at.sidebar.radio(key="page").set_value("Tasks").run()
+    at.selectbox(key="task_pick").set_value("diasafety").run()
+    at.checkbox(key="task_unverified").check().run()
+    assert not at.exception
+    table = keyed.get("task_table").set_index("model")
+    assert table["verified"].to_dict() == {"smollm2-135m-instruct": "yes",
+                                           "failed-check": "no", "unsigned-profanity": "no"}
+    assert any("not verified" in w.value or '"no"' in w.value for w in at.warning)
+    assert keyed.get("task_unverified_table") is None
+
+
+def test_a_run_is_never_verified_on_the_viewer_and_is_ranked_marked(tmp_path, monkeypatch, keyed):
+    """The viewer does not check your runs: a verification block in one (here a published card's) marks nothing."""
+    from streamlit.testing.v1 import AppTest
+
+    published = json.loads((S.SUBMISSIONS_DIR / "profanity-check" / "diasafety.json").read_text())
+    _run_folder(tmp_path / "runs", "signed", lambda card, folder: card.update(verification=published["verification"]))
+    monkeypatch.setenv("BENCHMARK_RUNS", str(tmp_path / "runs"))
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    assert not at.exception and at.checkbox(key="f_unverified").value  # your own runs: ranked unless asked not to
+    frame = keyed.get("overview_table").set_index("model")
+    assert frame.loc["profanity-check [signed]", "not verified"] == "diasafety"
+    assert frame.loc["profanity-check [signed]", "verified"] == 0
+    at.checkbox(key="f_unverified").uncheck().run()
+    assert keyed.get("overview_table") is None
+    assert list(keyed.get("unverified_table")["model"]) == ["profanity-check [signed]"]
 
 
 def test_malformed_cards_are_listed_and_the_page_still_renders(app):
@@ -370,7 +634,7 @@ def test_malformed_cards_are_listed_and_the_page_still_renders(app):
 
 def test_html_in_a_model_name_is_shown_as_text(app):
     at = app.run()
-    assert HOSTILE in set(at.dataframe[0].value["model"])  # a dataframe cell is text
+    assert HOSTILE in set(at.dataframe[1].value["model"])  # a dataframe cell is text (its card: not verified)
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(APP), default_timeout=120)  # a new session, opened by a link to the model's page
@@ -380,8 +644,8 @@ def test_html_in_a_model_name_is_shown_as_text(app):
     assert not at.exception
     title = at.title[0].value
     # Markdown shows a backslash-escaped character as itself: no tag can form
-    assert title == r"Model: \<img src=x onerror=alert\(1\)\>\!\[x\]\(x\)"
-    assert not re.search(r"(?<!\\)[<>\[\]()!]", title)
+    assert title == r"Model: \&lt;b\&gt; \!\[x\]\(x\) \[y\]\(z\) \_e\_ \`c\`"
+    assert not re.search(r"(?<!\\)[&\[\]()!_`]", title)
     assert "<script>" in at.dataframe[0].value["organisation"].iloc[0]  # shown as text in a cell
 
 
@@ -407,6 +671,7 @@ def test_dialogue_task_page_draws_activation_by_turn(app):
     at = app.run()
     at.sidebar.radio(key="page").set_value("Tasks").run()
     at.selectbox(key="task_pick").set_value("toxicchat").run()
+    at.checkbox(key="task_unverified").check().run()  # the fixture's card is not verified
     assert not at.exception
     at_1, at_3 = len(range(1, N_SEEDS, 3)), len(range(2, N_SEEDS, 3))  # conversations activated at turns 1 and 3
     assert at.dataframe[0].value.set_index("model").loc["dialogue-fixture", "activation_rate"] == pytest.approx(
@@ -435,6 +700,7 @@ def test_model_page_draws_activation_by_turn_as_a_curve(app):
 
 def test_cards_no_table_can_hold_are_rejected_and_the_rest_show(odd_app):
     at = odd_app.run()
+    at.checkbox(key="f_unverified").check().run()  # the odd cards are copies: not verified
     assert not at.exception
     assert set(at.dataframe[0].value["model"]) == set(ODD_SHOWN)
     rejected = [t.value for t in at.sidebar.text]
@@ -478,6 +744,7 @@ def test_activation_curve_leaves_out_turns_that_are_not_numbers(odd_app):
     at.query_params["page"] = "Tasks"
     at.query_params["task"] = "toxicchat"
     at.run()
+    at.checkbox(key="task_unverified").check().run()  # breakdowns are drawn for the ranked cards
     assert not at.exception
     assert at.dataframe[1].value["group"].tolist() == ["1", "2", "3", "4", "5", "x"]  # the table shows every row
     assert any("line" in _marks(c) for c in _charts(at))
@@ -534,6 +801,7 @@ def test_expander_labels_escape_submitted_metric_names(odd_app):
     at.query_params["page"] = "Tasks"
     at.query_params["task"] = "diasafety"
     at.run()
+    at.checkbox(key="task_unverified").check().run()  # breakdowns are drawn for the ranked cards
     assert not at.exception
     labels = [e.label for e in at.main.get("expander")]
     mine = [label for label in labels if "click" in label]
@@ -1010,9 +1278,10 @@ def test_in_a_browser(fixture_root, tmp_path):
         wait.until(lambda d: any("Model: " in h.text for h in d.find_elements(By.TAG_NAME, "h1")))
         wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, '[data-testid="stDataFrame"]')))
         browser.save_screenshot(str(ARTIFACTS / "leaderboard-model.png"))
-        # an element made from the name's HTML would carry its onerror attribute, one from its Markdown is an image
-        # of src x (Streamlit renders Markdown images; it shows raw HTML as text)
-        assert not browser.find_elements(By.XPATH, "//*[@onerror] | //img[@src='x']")
+        # an element made from the name's Markdown would be an image of src x or a link to z, its entities read as
+        # HTML a bold element; the organisation's raw HTML a script or a bold element
+        made = "//img[@src='x'] | //a[@href='z'] | //main//b | //script[.='alert(2)']"
+        assert not browser.find_elements(By.XPATH, made)
         assert browser.find_element(By.TAG_NAME, "h1").text == f"Model: {HOSTILE}"  # all of it, as text
 
         # a dialogue attack's conversation, turn by turn, once the reader asks for the texts

@@ -231,3 +231,13 @@ def test_a_trained_judges_recorded_facts_are_its_artifacts(chatbot, key, value):
     card["judges"][1][key] = value
     (chatbot / "diasafety_chatbot.json").write_text(json.dumps(card))
     assert any(f"judges[1].{key}: " in p and "is not what its artifact records" in p for p in problems_of(chatbot))
+
+
+def test_a_voter_name_with_a_line_break_at_its_end_is_refused(chatbot):
+    """A name rule reads the whole name: "context\n" is not the voter "context" (a `$` would let it pass)."""
+    path = chatbot / "diasafety_chatbot.json"
+    card = json.loads(path.read_text())
+    next(j for j in card["judges"] if j["step"] == "context")["voter"] = "context\n"
+    path.write_text(json.dumps(card))
+    found = problems_of(chatbot)
+    assert any("diasafety_chatbot.json: judges[1].voter: 'context\\n': letters, digits" in p for p in found), found[:5]

@@ -19,13 +19,17 @@ from .hashing import sha256_json
 MIN_FREE_BYTES = 50 * 2**20
 
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a model's or task's name: it names a folder
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")  # a model's or task's name: it names a folder
 
 
 def check_name(what: str, name) -> None:
     if not isinstance(name, str) or not NAME.match(name):
         raise BenchmarkError(f"{what}={name!r} cannot name a folder: use letters, digits, . _ - (at most 100, "
                              "starting with a letter or digit)")
+    from .submissions.names import unportable
+
+    if why := unportable(name):
+        raise BenchmarkError(f"{what}={name!r} cannot name a folder on every file system: {why}")
 
 
 def run_dir_for(cfg, manifest: dict) -> Path:

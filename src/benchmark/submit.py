@@ -30,6 +30,7 @@ from .models.base import Backend, Reach
 from .models.registry import backend_class
 from .submissions.base import NAME, capped
 from .submissions.checked import CheckStore
+from .submissions.names import unportable
 from .submissions.configs import full_config, model_config_node, read_yaml
 from .submissions.privacy import scrub
 from .submissions.rules import check_card
@@ -55,6 +56,8 @@ def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None =
     name, task = card["model"]["name"], card["task"]["name"]
     if not NAME.match(name):
         raise BenchmarkError(f"{card_path}: model.name {name!r} cannot name a folder; use letters, digits, . _ -")
+    if why := unportable(name):
+        raise BenchmarkError(f"{card_path}: model.name {name!r} cannot name a folder on every file system: {why}")
     samples_path = inside(run_dir, card["samples"]["file"], f"{card_path}: samples.file")
     samples = read_samples(samples_path)
     if len(samples) != card["samples"]["n"]:

@@ -36,6 +36,7 @@ from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MAX_VALUES, M
                    task_registry)
 from .checked import CheckStore
 from .configs import check_model_config, read_yaml
+from .names import imitation_problems, unportable
 from .rules import check_card
 from .samples import read_samples
 from .summary import Summary
@@ -138,6 +139,8 @@ def load_model_folder(folder: Path, allow_remote_code: bool = False, thorough: b
     if not FOLDER.fullmatch(folder.name):
         return None, [Problem(str(folder), "", "a model folder's name is printable ASCII, at most 100 characters, "
                                                "without a space at either end")]
+    if why := unportable(folder.name):
+        return None, [Problem(str(folder), "", f"a model folder's name must name a folder on every file system: {why}")]
     if not path.is_file() and not path.is_symlink():
         return None, [Problem(str(path), "", "missing: every model folder holds its model config")]
     try:
@@ -217,6 +220,7 @@ def _kept_folder(folder: Path, listing: list | None, thorough: bool, allow_remot
     identities of all its files as the operating system reports them, checked.py: a file cannot be changed without
     changing its own), beside the same names. A board with thousands of folders then reads no file of them."""
     key = None if listing is None else checked.key("folder", str(folder), listing, siblings.like(folder.name),
+                                                   [str(p) for p in imitation_problems(folder, siblings, store)],
                                                    thorough, allow_remote_code)
     slot = f"folder {thorough:d}{allow_remote_code:d} {folder}"
     kept = store.loaded(slot, key) if key is not None else None
@@ -263,6 +267,7 @@ def _load_folder(folder: Path, thorough: bool, allow_remote_code: bool, only: Pa
                                           "Unicode-normalised, case-folded and trimmed): a model's name must differ "
                                           "from every other's beyond that")
                  for other in siblings.like(folder.name)]
+    problems += imitation_problems(folder, siblings, store)
     entries = _entries(folder)
     problems += _entry_problems(folder, entries)
     cards = [only] if only is not None else [e.path for e in entries[:MAX_FILES] if e.path.name.endswith(CARD_SUFFIX)

@@ -18,10 +18,10 @@ VERIFIER_KEYS = SUBMISSIONS_DIR / "verifier_keys.json"
 MODEL_FILE = "model.yaml"
 CARD_SUFFIX = ".json"
 SAMPLES_SUFFIX = ".samples.jsonl.gz"
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # what `submit` gives a new folder
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")  # what `submit` gives a new folder
 # what a published folder may be called (fullmatch): printable ASCII, no space at either end
 FOLDER = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,98}[\x21-\x7e])?")
-KEY_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")  # judge steps and voters, sample ids
+KEY_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}\Z")  # judge steps and voters, sample ids
 
 # every read of a submitted file is bounded: no file can take the validator or the board down
 MAX_CONFIG_BYTES = 64 * 1024
