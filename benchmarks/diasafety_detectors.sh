@@ -5,14 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # each into the folder conf/detector_evaluate.yaml lists
-python -m benchmark.detector train design=multihead with_context=true epochs=3 lr=5e-5 \
+python -m benchmark.judge train diasafety-detector design=multihead with_context=true epochs=3 lr=5e-5 \
   output_dir=checkpoints/diasafety-multihead-ctx "$@"
-python -m benchmark.detector train design=one_vs_all with_context=true epochs=2 lr=5e-5 \
+python -m benchmark.judge train diasafety-detector design=one_vs_all with_context=true epochs=2 lr=5e-5 \
   output_dir=checkpoints/diasafety-one_vs_all-ctx "$@"
-python -m benchmark.detector train design=one_vs_all with_context=false epochs=2 lr=5e-5 \
+python -m benchmark.judge train diasafety-detector design=one_vs_all with_context=false epochs=2 lr=5e-5 \
   output_dir=checkpoints/diasafety-one_vs_all-noctx "$@"
-python -m benchmark.detector train design=multiclass with_context=true epochs=2 lr=5e-5 \
+python -m benchmark.judge train diasafety-detector design=multiclass with_context=true epochs=2 lr=5e-5 \
   output_dir=checkpoints/diasafety-multiclass-ctx "$@"
 # the default (multihead, 5 epochs at lr 1e-4): longer training at a higher learning rate
-python -m benchmark.detector train "$@"
-python -m benchmark.detector evaluate   # the five folders above
+python -m benchmark.judge train diasafety-detector "$@"
+python -m benchmark.judge evaluate diasafety-detector   # the five folders above

@@ -12,9 +12,8 @@ import pytest
 from conftest import REPO
 
 from benchmark import BenchmarkError
-from benchmark.detector import CATEGORIES, MANIFEST
-from benchmark.detector import examples as E
-from benchmark.detector.rules import fine_decision, veto
+from benchmark.judge import examples as E
+from benchmark.models.detector import CATEGORIES, MANIFEST, fine_decision, veto
 
 SAFE, UNSAFE, NA = [0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]
 
@@ -83,7 +82,7 @@ def test_bad_rows_name_the_record():
 
 
 def detector_cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "benchmark.detector", *args], cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "benchmark.judge", args[0], "diasafety-detector", *args[1:]], cwd=cwd, capture_output=True,
                           text=True, timeout=600)
 
 
@@ -137,7 +136,7 @@ def test_train_then_evaluate(design, tiny_encoder, synthetic_root, tmp_path):
     assert "86.1 (85.5)" in text  # the paper's classifier row of Table 5
     # the evaluation is recorded beside the detector, for score cards that cite it as a judge; the manifest is not
     # rewritten
-    from benchmark.detector import EVALUATION
+    from benchmark.models.detector import EVALUATION
 
     assert json.loads((out / EVALUATION).read_text())["test"]["coarse_macro_f1"] == pytest.approx(
         entry["test"]["coarse"]["macro_f1"]["value"], abs=1e-4)
@@ -167,7 +166,7 @@ def trained_detector(tmp_path_factory, tiny_encoder):
     for split, n, offset in (("train", 40, 0), ("val", 10, 100), ("test", 20, 200)):
         (root / "diasafety" / f"{split}.json").write_text(json.dumps(synthetic_diasafety(n, offset)))
     out = root / "detector"
-    done = subprocess.run([sys.executable, "-m", "benchmark.detector", "train", "design=multihead",
+    done = subprocess.run([sys.executable, "-m", "benchmark.judge", "train", "diasafety-detector", "design=multihead",
                            f"encoder={tiny_encoder}", f"data_root={root}", f"output_dir={out}", "epochs=1",
                            "max_length=32", "progress=false"], cwd=root, capture_output=True, text=True,
                           timeout=600, env={**os.environ})
@@ -209,7 +208,7 @@ def test_missing_checkpoint_is_one_clear_error(compose, tmp_path, synthetic_root
     cfg = compose("model=diasafety-detector", f"model.pretrained={tmp_path / 'nothing'}", "task=diasafety",
                   f"data_root={synthetic_root}")
     with pytest.raises(BenchmarkError, match="no trained DiaSafety detector at .*train one there with "
-                                             "`python -m benchmark.detector train output_dir="):
+                                             "`python -m benchmark.judge train diasafety-detector output_dir="):
         run(cfg)
 
 
@@ -259,7 +258,7 @@ def test_detoxify_backend_and_report_rows(detoxify_checkpoint, tiny_encoder, com
     # the evaluation report's Detoxify rows, beside the paper's
     from types import SimpleNamespace
 
-    from benchmark.detector.evaluate import utterance_rows
+    from benchmark.judge.detector_evaluate import utterance_rows
 
     rows = json.loads((synthetic_root / "diasafety" / "test.json").read_text())
     cfg = SimpleNamespace(detoxify_checkpoint=str(detoxify_checkpoint), detoxify_config_path=str(tiny_encoder),
@@ -280,7 +279,7 @@ def _train_cfg(*overrides):
 
 
 def test_a_killed_training_resumes_to_the_same_weights(tiny_encoder, synthetic_root, tmp_path, monkeypatch):
-    import benchmark.detector.train as T
+    import benchmark.judge.detector_train as T
 
     common = (f"encoder={tiny_encoder}", f"data_root={synthetic_root}", "epochs=3", "batch_size=8", "max_length=32",
               "progress=false", "design=multihead")
@@ -311,7 +310,7 @@ def test_a_killed_training_resumes_to_the_same_weights(tiny_encoder, synthetic_r
 
 
 def test_the_default_training_writes_a_local_detector_not_the_shipped_one(compose):
-    from benchmark.detector.train import DEFAULT_DIR, default_output_dir
+    from benchmark.judge.detector_train import DEFAULT_DIR, default_output_dir
 
     assert compose("model=diasafety-detector").model.pretrained == "judges/diasafety-detector"
     assert DEFAULT_DIR == "checkpoints/diasafety-detector"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchmark import BenchmarkError
-from benchmark.judge import MANIFEST
+from benchmark.models.classifier import MANIFEST
 from benchmark.schema import DataConfig, TrainSplit, ValidationSet
 
 TOXIC = ["you are a stupid idiot", "I hate you and your family", "go away you worthless idiot", "shut up stupid"]
@@ -84,7 +84,7 @@ def test_train_measure_and_judge(tiny_encoder, tmp_path, labelled_set, compose):
     assert [m["seed"] for m in manifest["members"]] == [1, 2] and {f"{m['lr']:g}" for m in manifest["members"]} == {best}
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted(m["dir"] for m in manifest["members"])
     # the threshold is the best F1 of the members' mean probability on the validation rows, which the manifest holds
-    from benchmark.judge.classifier import Classifier
+    from benchmark.models.classifier import Classifier
     from benchmark.judge.train import labelled
 
     judge = Classifier(out)
@@ -110,8 +110,8 @@ def test_members_of_two_encoders_read_with_their_own_tokenizers_and_vote_once_pe
     from conftest import build_tiny_encoder
     from transformers import AutoTokenizer
 
-    from benchmark.detector.model import logits_of, softmax, tokenize
-    from benchmark.judge.classifier import Classifier
+    from benchmark.models.encoders import logits_of, softmax, tokenize
+    from benchmark.models.classifier import Classifier
     from benchmark.judge.train import train
     from benchmark.models.encoders import load_classifier, load_tokenizer
 
@@ -138,7 +138,7 @@ def test_members_of_two_encoders_read_with_their_own_tokenizers_and_vote_once_pe
 
 
 def test_a_killed_training_resumes_to_the_same_judge(tiny_encoder, tmp_path, labelled_set, monkeypatch):
-    import benchmark.detector.train as T
+    import benchmark.judge.detector_train as T
     from benchmark.judge.train import train
 
     two = ("lr=[1e-3]", "seeds=[1,2]")  # two members: the kill falls in the first, the second trains after the resume

@@ -100,6 +100,27 @@ def test_no_module_imports_one_that_imports_it_back():
     assert cycles(graph) == []
 
 
+def _graph() -> dict[str, set[str]]:
+    return {".".join(path.relative_to(SRC.parent).with_suffix("").parts).removesuffix(".__init__"):
+            _imports(path, "benchmark") for path in SRC.rglob("*.py")}
+
+
+# what reads models (inference) is above them; what trains and measures judges is above the kinds that judge
+ABOVE_MODELS = ("benchmark.kinds", "benchmark.judge", "benchmark.validity", "benchmark.roles", "benchmark.runner",
+                "benchmark.submissions")
+ABOVE_KINDS = ABOVE_MODELS[1:]
+COMMANDS = ("benchmark.__main__", "benchmark.catalog", "benchmark.tools")
+
+
+def test_no_import_runs_back_up_a_floor_of_the_judge_wing():
+    up = [f"{m} -> {t}" for m, targets in sorted(_graph().items()) for t in sorted(targets)
+          if (m.startswith("benchmark.models") and t.startswith(ABOVE_MODELS))
+          or (m.startswith("benchmark.kinds") and t.startswith(ABOVE_KINDS))
+          or (t.startswith("benchmark.judge") and not m.startswith(("benchmark.judge", *COMMANDS)))]
+    assert up == []
+    assert not (SRC / "detector").exists()  # one judge package: training and evaluation of every trained judge
+
+
 def test_no_function_of_the_suite_is_over_sixty_lines():
     src = Path(__file__).resolve().parents[1] / "src"
     long = [f"{path.relative_to(src)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"

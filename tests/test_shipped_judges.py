@@ -57,7 +57,7 @@ def test_a_changed_byte_is_refused_in_one_line(compose, tmp_path):
 
 
 def test_weights_that_differ_from_their_manifest_are_refused(tmp_path):
-    from benchmark.judge.classifier import Classifier
+    from benchmark.models.classifier import Classifier
 
     with pytest.raises(BenchmarkError, match="the weights are not the ones judge.json names"):
         Classifier(_changed_copy(tmp_path, "toxicchat-classifier"))

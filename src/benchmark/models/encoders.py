@@ -15,6 +15,8 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
+
 from .. import BenchmarkError
 from ..files import write_json
 from ..hashing import file_sha256
@@ -143,4 +145,57 @@ def artifact_sha256(folder: Path, manifest: str) -> str:
     for f in files:
         h.update(f.relative_to(folder).as_posix().encode() + b"\0")
         h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------- reading text with an encoder
+
+Pair = tuple  # (context or None, response)
+
+
+def tokenize(tokenizer, pairs: list[Pair], max_length: int, with_context: bool) -> list[list[int]]:
+    """Token ids per pair: [CLS] context [SEP] response [SEP] with context, [CLS] response [SEP] without."""
+    responses = [r for _, r in pairs]
+    if with_context:
+        enc = tokenizer([c or "" for c, _ in pairs], responses, truncation=True, max_length=max_length)
+    else:
+        enc = tokenizer(responses, truncation=True, max_length=max_length)
+    return enc["input_ids"]
+
+
+def batches_by_length(lengths: list[int], batch_size: int):
+    """Index batches of similar length (the least padding); in length order."""
+    order = np.argsort(lengths, kind="stable")
+    for start in range(0, len(order), batch_size):
+        yield order[start : start + batch_size]
+
+
+def collate(tokenizer, ids: list[list[int]]):
+    return tokenizer.pad({"input_ids": ids}, return_tensors="pt")
+
+
+def logits_of(model, tokenizer, ids: list[list[int]], batch_size: int) -> np.ndarray:
+    import torch
+
+    out = None
+    with torch.inference_mode():
+        for batch in batches_by_length([len(x) for x in ids], batch_size):
+            enc = collate(tokenizer, [ids[i] for i in batch])
+            logits = model(**enc).logits.float().numpy()
+            if out is None:
+                out = np.zeros((len(ids), logits.shape[1]), dtype=np.float32)
+            out[batch] = logits
+    return out
+
+
+def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def weights_sha256(folder: Path) -> str:
+    h = hashlib.sha256()
+    for f in sorted(folder.rglob("*.safetensors")):
+        h.update(f.relative_to(folder).as_posix().encode())
+        h.update(f.read_bytes())
     return h.hexdigest()

@@ -31,7 +31,7 @@ from ..files import write_json
 from ..hashing import file_sha256, sha256_json
 
 PIP = "pip:"
-_DIST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_DIST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
 def check_gguf_file(cfg) -> None:
@@ -262,21 +262,22 @@ def unpacked(name: str, parts: list[str], weights_sha256: str) -> Path:
     return out
 
 
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_PINNED_DIST = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
+_PINNED_DIST = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)\Z")
 MAX_PIECES = 64
+GGUF_BACKENDS = ("hf", "llama-cpp")  # the backends that read `gguf_file`
 MAX_JOINED_BYTES = 64 << 30  # a bound on what a (submitted) config can make the suite read and write
 
 
 def valid_split_weights(cfg_backend, gguf_file, split) -> list[tuple[str, str]]:
-    """What is wrong with a split_weights entry, as (key, message) pairs: only for hf GGUF weights, at most
+    """What is wrong with a split_weights entry, as (key, message) pairs: only for GGUF weights (GGUF_BACKENDS), at most
     MAX_PIECES distinct pinned distributions (NAME==VERSION), a sha256."""
     if not isinstance(split, dict):
         return [("split_weights", "a mapping with packages (NAME==VERSION, in order) and sha256")]
     problems = []
-    if cfg_backend != "hf" or not gguf_file:
-        problems.append(("split_weights", "only for GGUF weights of backend hf (with gguf_file, the joined file's "
-                                          "name)"))
+    if cfg_backend not in GGUF_BACKENDS or not gguf_file:
+        problems.append(("split_weights", f"only for GGUF weights of backend {' or '.join(GGUF_BACKENDS)} (with "
+                                          "gguf_file, the joined file's name)"))
     packages, sha256 = split.get("packages"), split.get("sha256")
     if not isinstance(packages, (list, tuple)) or not packages or len(packages) > MAX_PIECES:
         problems.append(("split_weights.packages", f"a list of 1 to {MAX_PIECES} pip distributions, NAME==VERSION, "

@@ -17,14 +17,17 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from .. import BenchmarkError, __version__
+from .. import metrics as M
+from ..data import load_rows
 from ..files import write_json
 from ..hashing import sha256_json
-from ..data import load_rows
-from . import ABBREVIATIONS, CATEGORIES, DEFAULT_DIR, DESIGNS, FINE_LABELS, MANIFEST, MEMBER_LABELS
+from ..models.detector import (ABBREVIATIONS, CATEGORIES, DEFAULT_DIR, DESIGNS, FINE_LABELS, MANIFEST, MEMBER_LABELS,
+                               fine_decision)
+from ..models.encoders import (collate, logits_of, resolve_encoder, save_delta, softmax, tokenize, weights_sha256,
+                               with_delta)
+from ..paths import CONF_DIR
+from ..schema import DataConfig, DetectorTrainConfig
 from . import examples as E
-from ..models.encoders import resolve_encoder, save_delta, with_delta
-from .model import collate, softmax, tokenize, weights_sha256
-from .rules import fine_decision
 
 # settings that decide the weights (the others: where data is read from, threads, logging)
 _NOT_WEIGHTS = ("data_root", "remote", "output_dir", "overwrite", "threads", "log_every", "progress")
@@ -40,8 +43,6 @@ def default_output_dir(cfg) -> Path:
     settings that differ from them (so two trainings never share a folder by accident)."""
     if cfg.output_dir:
         return Path(cfg.output_dir)
-    from ..schema import DetectorTrainConfig
-
     shipped = OmegaConf.load(_conf_file())
     shipped = OmegaConf.masked_copy(shipped, [k for k in shipped if k not in ("defaults", "hydra")])
     defaults = weight_settings(OmegaConf.merge(OmegaConf.structured(DetectorTrainConfig), shipped))
@@ -53,14 +54,10 @@ def default_output_dir(cfg) -> Path:
 
 
 def _conf_file() -> Path:
-    from ..paths import CONF_DIR
-
     return CONF_DIR / "detector_train.yaml"
 
 
 def load_split(cfg, path: str, limit: int | None) -> list[dict]:
-    from ..schema import DataConfig
-
     where = f"detector data {path}"
     url = f"{cfg.remote}/{Path(path).name}"
     rows, _ = load_rows(DataConfig(path=path, url=url), cfg.data_root, where)
@@ -85,8 +82,6 @@ def grouped_batches(lengths: np.ndarray, batch_size: int, rng, group: bool) -> l
 
 def macro_f1(gold, pred, labels) -> float:
     """The suite's macro F1 (over the classes present in gold), on integer class codes 0..len(labels)-1."""
-    from .. import metrics as M
-
     return float(M.macro_f1(np.asarray(gold)[None], np.asarray(pred)[None], len(labels))[0])
 
 
@@ -113,8 +108,6 @@ class Trainer:
         whole state is saved beside it (`.resume.pt`), so a killed training resumes from the last finished epoch and
         ends with the same weights as one that was never interrupted; a finished member is not trained again."""
         import torch
-
-        from .model import logits_of
 
         cfg = self.cfg
         done_path, resume_path = folder / "fit.json", folder / ".resume.pt"

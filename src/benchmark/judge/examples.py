@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass
 
 from .. import BenchmarkError
-from . import CATEGORIES, FINE_LABELS
+from ..models.detector import CATEGORIES, FINE_LABELS
 
 NA = 2  # index of N/A in MEMBER_LABELS
 

@@ -17,11 +17,13 @@ import numpy as np
 
 from .. import BenchmarkError
 from .. import metrics as M
+from ..files import write_json
+from ..models.detector import ABBREVIATIONS, EVALUATION, FINE_LABELS, Detector
+from ..models.detoxify import DetoxifyBackend
+from ..models.profanity import ProfanityCheck
 from ..paths import judge_folder
-from . import ABBREVIATIONS, FINE_LABELS
 from . import examples as E
-from .model import Detector
-from .train import load_split
+from .detector_train import load_split
 
 # arXiv v1, test set, trained on six categories including STC (not released), so not exactly comparable
 PAPER_TABLE4 = {  # F1 with context, without context
@@ -76,9 +78,6 @@ def random_baseline(gold_unsafe: np.ndarray, cfg, draws: int = 1000) -> dict:
 
 def utterance_rows(rows, cfg) -> list[tuple[str, str, np.ndarray]]:
     """(name, input, unsafe flags) for the utterance-level classifiers available here."""
-    from ..models.detoxify import DetoxifyBackend
-    from ..models.profanity import ProfanityCheck
-
     inputs = [{"context": r["context"], "response": r["response"]} for r in rows]
     out = []
     for mode in ("response", "context+response"):
@@ -102,9 +101,6 @@ def seconds_per_epoch(manifest: dict) -> float:
 def record_evaluation(folder: Path, entry: dict) -> None:
     """Keep the measured scores beside the detector (evaluation.json; its manifest, whose weights a config's hash
     names, is never rewritten): a score card that uses it as a judge cites them."""
-    from ..files import write_json
-    from . import EVALUATION
-
     write_json(folder / EVALUATION, {
         split: {"n": sum(c["support"] for c in entry[split]["fine"]["per_class"].values()),
                 "fine_macro_f1": round(entry[split]["fine"]["macro_f1"]["value"], 4),
@@ -132,7 +128,7 @@ def evaluate(cfg) -> Path:
         torch.set_num_threads(cfg.threads)
     splits = {name: load_split(cfg, path, cfg.limit) for name, path in (("val", cfg.val_path), ("test", cfg.test_path))}
     report = {
-        "command": "python -m benchmark.detector evaluate " + " ".join(sys.argv[1:]),
+        "command": "python -m benchmark.judge " + " ".join(sys.argv[1:]),
         "hardware": _hardware(torch.get_num_threads()),
         "records": {s: len(r) for s, r in splits.items()},
         "detectors": [],
@@ -163,7 +159,7 @@ def evaluate(cfg) -> Path:
             record_evaluation(det.path, entry)
     if not report["detectors"]:
         raise BenchmarkError(f"none of the detectors {list(cfg.detectors)} exists; train them first "
-                             "(python -m benchmark.detector train …)")
+                             "(python -m benchmark.judge train diasafety-detector …)")
     test = splits["test"]
     gold_unsafe = np.array([r["label"] == "Unsafe" for r in test])
     report["baselines"] = {"random": random_baseline(gold_unsafe, cfg)}
