@@ -28,9 +28,9 @@ class Estimate:
 
 def counter(model_cfg):
     """A function messages -> prompt tokens, and how it counts: the model's tokenizer where one loads without the
-    weights (hf, vllm; an API model that names its `tokenizer`), else characters / CHARS_PER_TOKEN."""
+    weights (hf, vllm, llama-cpp; an API model that names its `tokenizer`), else characters / CHARS_PER_TOKEN."""
     source = model_cfg.tokenizer
-    if source is None and model_cfg.backend in ("hf", "vllm") and model_cfg.pretrained:
+    if source is None and model_cfg.backend in ("hf", "vllm", "llama-cpp") and model_cfg.pretrained:
         source = model_cfg.pretrained
     if source is not None:
         try:

@@ -13,7 +13,7 @@ import os
 from .. import BenchmarkError
 from .base import Backend, Reach
 from .registry import LMEVAL_PREFIX
-from .weights import dequantised, load_error, local_weights, locate
+from .weights import GGUF_BACKENDS, dequantised, load_error, local_weights, locate
 
 API_BACKENDS = {"local-chat-completions"}
 
@@ -86,7 +86,8 @@ def _backend_kwargs(cfg) -> dict:
         if not cfg.pretrained:
             raise BenchmarkError(f"model {cfg.name}: backend {cfg.backend} needs model.pretrained (a hub id or a local path)")
         if cfg.gguf_file and cfg.backend != "hf":
-            raise BenchmarkError(f"model {cfg.name}: model.gguf_file is read by backend hf only, not {cfg.backend}")
+            raise BenchmarkError(f"model {cfg.name}: model.gguf_file is read by backends {' and '.join(GGUF_BACKENDS)}, "
+                                 f"not {cfg.backend}")
         kwargs = dict(
             pretrained=str(dequantised(cfg)) if cfg.gguf_file else locate(cfg),
             trust_remote_code=cfg.trust_remote_code,

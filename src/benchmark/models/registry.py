@@ -9,6 +9,7 @@ from .base import Backend
 
 BUILTIN = {
     "hf": "benchmark.models.lmeval:LMEvalBackend",
+    "llama-cpp": "benchmark.models.llamacpp:LlamaCpp",
     "vllm": "benchmark.models.lmeval:LMEvalBackend",
     "local-chat-completions": "benchmark.models.lmeval:LMEvalBackend",
     "profanity-check": "benchmark.models.profanity:ProfanityCheck",

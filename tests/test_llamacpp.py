@@ -1,0 +1,138 @@
+"""Backend llama-cpp: GGUF weights run by llama.cpp. The errors are tested everywhere; the model itself with
+SmolLM2's real GGUF where llama-cpp-python (the extra `llama-cpp`) and SmolLM2's package are installed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib.util import find_spec
+
+import pytest
+from conftest import SMOLLM2
+
+from benchmark import BenchmarkError
+
+LLAMA = (f"model={SMOLLM2}", "model.backend=llama-cpp", "model.generation.max_new_tokens=12")
+needs_llama = pytest.mark.skipif(find_spec("llama_cpp") is None,
+                                 reason='llama-cpp-python is not installed (pip install -e ".[llama-cpp]")')
+
+
+def test_without_llama_cpp_python_the_error_says_how_to_install_it_or_which_engine_to_use(compose, monkeypatch):
+    from benchmark.models import load_backend
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # an import of it fails, as where it is not installed
+    cfg = compose(*LLAMA, "task=diasafety").model
+    with pytest.raises(BenchmarkError, match=r"llama-cpp-python, which is not installed.*\[llama-cpp\].*backend=hf"):
+        load_backend(cfg, allow_remote_code=False)
+
+
+def test_weights_that_are_not_gguf_are_refused_before_anything_loads(compose, tmp_path):
+    from benchmark.models.llamacpp import gguf_path
+
+    cfg = compose("model=hf", f"model.pretrained={tmp_path}", "model.backend=llama-cpp", "task=diasafety").model
+    with pytest.raises(BenchmarkError, match="model.gguf_file names the file"):
+        gguf_path(cfg)
+    cfg.gguf_file = "model.gguf"
+    with pytest.raises(BenchmarkError, match=f"no file model.gguf in {tmp_path}"):
+        gguf_path(cfg)
+
+
+def test_split_weights_may_name_llama_cpp_but_no_other_engine_without_gguf():
+    from benchmark.models.weights import valid_split_weights
+
+    entry = {"packages": ["a==1"], "sha256": "0" * 64}
+    assert valid_split_weights("llama-cpp", "m.gguf", entry) == []
+    assert [k for k, _ in valid_split_weights("vllm", "m.gguf", entry)] == ["split_weights"]
+
+
+@pytest.fixture(scope="module")
+def backend(smollm2):
+    from benchmark.models import load_backend
+    from benchmark.schema import compose
+
+    if find_spec("llama_cpp") is None:
+        pytest.skip('llama-cpp-python is not installed (pip install -e ".[llama-cpp]")')
+    return load_backend(compose([*LLAMA, "task=diasafety"], keep=False).model, allow_remote_code=False)
+
+
+CHAT = [[{"role": "user", "content": f"Name one colour of a {thing}."}] for thing in ("cat", "rose", "car")]
+
+
+@needs_llama
+def test_the_prompt_is_the_gguf_chat_template_as_transformers_renders_it(backend, smollm2):
+    from transformers import AutoTokenizer
+
+    from benchmark.schema import compose
+
+    cfg = compose([f"model={SMOLLM2}", "task=diasafety"], keep=False).model
+    tok = AutoTokenizer.from_pretrained(smollm2, gguf_file=cfg.gguf_file)
+    for messages in CHAT:
+        expected = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        assert backend._context(messages) == expected
+        assert backend._encode(expected) == tok(expected, add_special_tokens=True)["input_ids"]
+
+
+@needs_llama
+def test_greedy_answers_do_not_depend_on_the_order_or_the_prompt_before(backend):
+    greedy = {"max_new_tokens": 12, "do_sample": False}
+    forward = backend.generate(CHAT, greedy)
+    backward = backend.generate(CHAT[::-1], greedy)[::-1]
+    assert forward == backward and all(any(c.isalpha() for c in a) for a in forward)
+
+
+@needs_llama
+def test_sampled_answers_follow_their_own_seeds(backend):
+    sampled = {"max_new_tokens": 12, "do_sample": True, "temperature": 1.0, "top_p": 1.0}
+    first = backend.generate(CHAT, sampled, seeds=[1, 2, 3])
+    again = backend.generate(CHAT[::-1], sampled, seeds=[3, 2, 1])[::-1]
+    assert first == again
+    others = [backend.generate(CHAT[:1], sampled, seeds=[s])[0] for s in range(4, 8)]
+    assert len(set(others)) > 1  # the seed decides the draws
+    with pytest.raises(ValueError, match="one seed per request"):
+        backend.generate(CHAT, sampled)
+
+
+@needs_llama
+def test_stop_strings_cut_the_answer_before_them(backend):
+    text = backend.generate(CHAT[:1], {"max_new_tokens": 24, "do_sample": False})[0]
+    word = next(w for w in text.split() if len(w) > 2)
+    cut = backend.generate(CHAT[:1], {"max_new_tokens": 24, "do_sample": False, "until": [word]})[0]
+    assert cut == text.split(word)[0]
+
+
+@needs_llama
+def test_log_likelihoods_equal_a_full_pass_whatever_the_cache_holds(backend, smollm2):
+    import numpy as np
+    from llama_cpp import Llama
+
+    pairs = [(CHAT[0], "Black"), (CHAT[0], "Purple"), (CHAT[1], "Red"), (CHAT[0], "Black")]
+    got = backend.loglikelihood(pairs)
+    assert got[0] == pytest.approx(got[3], abs=1e-4) and all(v < 0 for v in got)
+    full = Llama(model_path=str(next(smollm2.glob("*.gguf"))), logits_all=True, n_ctx=512, verbose=False,
+                 n_threads=backend.llm.n_threads)
+    for (messages, continuation), value in zip(pairs, got):
+        context = backend._context(messages)
+        head, whole = backend._encode(context), backend._encode(context + " " + continuation)
+        full.reset()
+        full.eval(whole)
+        logits = np.array(full.scores[: len(whole)], dtype=np.float64)
+        logp = logits - logits.max(-1, keepdims=True)
+        logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
+        expected = sum(logp[i - 1, whole[i]] for i in range(len(head), len(whole)))
+        assert value == pytest.approx(expected, abs=2e-2)
+
+
+@needs_llama
+def test_a_run_on_llama_cpp_counts_tokens_caches_and_resumes(compose, smollm2, data_root, tmp_path):
+    from benchmark.runner import run
+
+    overrides = (*LLAMA, "task=diasafety", "limit=3", f"cache_dir={tmp_path / 'cache'}")
+    card, path = run(compose(*overrides, f"output_dir={tmp_path / 'a'}"))
+    assert card["run"]["failed"] == 0 and card["run"]["model_calls"] == 3
+    assert card["model"]["config"]["backend"] == "llama-cpp"
+    assert card["run"]["tokens"]["model"]["prompt"] > 3 * 200  # the taxonomy prompt, counted by the GGUF's tokenizer
+    samples = [json.loads(x) for x in (path.parent / "samples.jsonl").read_text().splitlines()]
+    assert all(any(c.isalpha() for c in s["output"]) for s in samples)
+    again, _ = run(compose(*overrides, f"output_dir={tmp_path / 'b'}"))
+    assert again["run"]["model_calls"] == 0 and again["run"]["cache_hits"] == 3
+    assert again["metrics"] == card["metrics"]
