@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .. import BenchmarkError
 from .base import Backend, Reach
-from .weights import check_gguf_file, local_weights, locate
+from .weights import check_gguf_file, local_weights, locate, weights_source
 
 MIN_TAIL = 2  # prompt tokens evaluated anew after a reused prefix (LlamaCpp._keep_a_tail)
 MAX_DEFAULT_CONTEXT = 8192  # llama.cpp allocates the whole key/value cache at load: 32k tokens cost ~1 GB at 1.5B
@@ -81,9 +81,7 @@ class LlamaCpp(Backend):
 
     @classmethod
     def content_source(cls, cfg) -> str:
-        if getattr(cfg, "split_weights", None) is not None:
-            return f"the weights {cfg.gguf_file} joined from {', '.join(cfg.split_weights.packages)}"
-        return f"the weight file {cfg.gguf_file} at {cfg.pretrained}"
+        return weights_source(cfg)
 
     def __init__(self, cfg, data_root: str | None = None):
         try:

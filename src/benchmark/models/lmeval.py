@@ -13,7 +13,7 @@ import os
 from .. import BenchmarkError
 from .base import Backend, Reach
 from .registry import LMEVAL_PREFIX
-from .weights import GGUF_BACKENDS, dequantised, load_error, local_weights, locate
+from .weights import GGUF_BACKENDS, dequantised, load_error, local_weights, locate, weights_source
 
 API_BACKENDS = {"local-chat-completions"}
 
@@ -197,9 +197,7 @@ class LMEvalBackend(Backend):
 
     @classmethod
     def content_source(cls, cfg) -> str:
-        if getattr(cfg, "split_weights", None) is not None:
-            return f"the weights {cfg.gguf_file} joined from {', '.join(cfg.split_weights.packages)}"
-        return f"the weight files at {cfg.pretrained}"
+        return weights_source(cfg)
 
     def __init__(self, cfg, data_root: str | None = None):
         from importlib.util import find_spec

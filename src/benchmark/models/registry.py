@@ -9,9 +9,9 @@ from .base import Backend
 
 BUILTIN = {
     "hf": "benchmark.models.lmeval:LMEvalBackend",
-    "llama-cpp": "benchmark.models.llamacpp:LlamaCpp",
     "vllm": "benchmark.models.lmeval:LMEvalBackend",
     "local-chat-completions": "benchmark.models.lmeval:LMEvalBackend",
+    "llama-cpp": "benchmark.models.llamacpp:LlamaCpp",
     "profanity-check": "benchmark.models.profanity:ProfanityCheck",
     "detoxify": "benchmark.models.detoxify:DetoxifyBackend",
     "diasafety-detector": "benchmark.models.detector:DiaSafetyDetector",

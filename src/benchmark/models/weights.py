@@ -101,6 +101,13 @@ class Fingerprint:
         return {"sha256": self.sha256, "files": [dataclasses.asdict(f) for f in self.files]}
 
 
+def weights_source(cfg) -> str:
+    """Where the weights local_weights fingerprints are, in words (for messages)."""
+    if getattr(cfg, "split_weights", None) is not None:
+        return f"the weights {cfg.gguf_file} joined from {', '.join(cfg.split_weights.packages)}"
+    return f"the weight files at {cfg.pretrained}"
+
+
 def local_weights(cfg) -> Fingerprint | None:
     """The fingerprint of the weights `pretrained` names on this machine: a checkpoint file, or a folder's weight
     files (only `gguf_file` where one is named), or the file `split_weights` pins (joined or fetched and checked).
