@@ -57,16 +57,6 @@ def gguf_path(cfg) -> Path:
                              f"{str(e).splitlines()[0]}") from None
 
 
-def trained_context(Llama, path: Path) -> int:
-    """The context length the GGUF declares ({architecture}.context_length), read from its vocabulary alone."""
-    probe = Llama(model_path=str(path), vocab_only=True, verbose=False)
-    try:
-        meta = probe.metadata
-        return int(meta.get(f"{meta.get('general.architecture')}.context_length") or MAX_DEFAULT_CONTEXT)
-    finally:
-        probe.close()
-
-
 def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
@@ -95,9 +85,12 @@ class LlamaCpp(Backend):
         args.setdefault("n_threads", cores())
         args.setdefault("verbose", False)
         try:
-            if "n_ctx" not in args:
-                args["n_ctx"] = cfg.max_length or min(trained_context(Llama, path), MAX_DEFAULT_CONTEXT)
+            args.setdefault("n_ctx", cfg.max_length or MAX_DEFAULT_CONTEXT)
             self.llm = Llama(model_path=str(path), **args)
+            trained = self.llm._model.n_ctx_train()
+            if not cfg.max_length and "n_ctx" not in (cfg.args or {}) and 0 < trained < args["n_ctx"]:
+                self.llm.close()  # a model trained on a shorter context gets that context (a second, mapped, load)
+                self.llm = Llama(model_path=str(path), **{**args, "n_ctx": trained})
         except (ValueError, RuntimeError, TypeError) as e:  # not a GGUF llama.cpp reads, an unknown argument
             raise BenchmarkError(f"model {cfg.name}: llama.cpp cannot load {path}: {e}") from None
         weakref.finalize(self, self.llm.close)  # before the interpreter's teardown, which llama-cpp-python's own trips on
