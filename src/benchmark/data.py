@@ -165,8 +165,45 @@ def with_canonical_fields(row: dict, fields) -> dict:
     return out
 
 
+MAX_JOIN_BYTES = 256 << 20  # a joined file is read whole
+
+
+def joined_entries(join, data_root: str | None, where: str) -> dict:
+    """The entries of a data.join file, by key."""
+    where = f"{where}: data.join"
+    if data_root:
+        path = data_file(data_root, join.path, where)
+        if not path.is_file():
+            raise BenchmarkError(f"{where}: file not found: {path} (data_root={data_root}, path={join.path})")
+    elif join.url:
+        from datasets.utils.file_utils import cached_path
+
+        try:
+            path = Path(cached_path(join.url))
+        except Exception as e:
+            raise BenchmarkError(f"{where}: could not fetch {join.url} ({type(e).__name__}) and no data_root is set; "
+                                 f"{DATA_ROOT_HINT}: a folder holding {join.path}") from None
+    else:
+        raise BenchmarkError(f"{where}: no data_root and no data.join.url; {DATA_ROOT_HINT}")
+    if path.stat().st_size > MAX_JOIN_BYTES:
+        raise BenchmarkError(f"{where}: {path} has {path.stat().st_size:,} bytes, more than {MAX_JOIN_BYTES:,}")
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BenchmarkError(f"{where}: {path} is not UTF-8 JSON: {e}") from None
+    if not isinstance(entries, dict) or not all(isinstance(v, dict) for v in entries.values()):
+        raise BenchmarkError(f"{where}: {path} must hold one JSON object: key -> an object of fields")
+    return entries
+
+
+def with_joined(rows: list[dict], join, entries: dict) -> list[dict]:
+    return [{**entries.get(str(row.get(join.key)), {}), **row} for row in rows]
+
+
 def load_records(task, data_root: str | None) -> Records:
     rows, source = load_rows(task.data, data_root, f"task {task.name}")
+    if task.data.join is not None:  # before hashing: the pinned hash covers both files
+        rows = with_joined(rows, task.data.join, joined_entries(task.data.join, data_root, f"task {task.name}"))
     sha = records_sha256(rows)
     items, malformed = [], []
     seen, combos = set(), set()

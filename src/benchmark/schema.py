@@ -124,6 +124,16 @@ class Budget:
 
 
 @dataclass
+class JoinConfig:
+    """A second file of the same release whose entries complete the rows (answers kept apart from the questions):
+    a JSON object keyed by a field of the rows, each entry an object of fields the row gains (the row's own win)."""
+
+    path: str = MISSING  # relative to data_root
+    key: str = MISSING  # the rows' field whose value (as a string) names an entry
+    url: Optional[str] = None  # the released file, fetched once where no data_root is set
+
+
+@dataclass
 class DataConfig:
     path: str = MISSING  # relative to data_root, e.g. diasafety/test.json
     format: str = "json"  # json | jsonl | csv | parquet
@@ -139,6 +149,7 @@ class DataConfig:
     # other layouts of the same data: a field's other names (matched ignoring case), used when it is absent
     fields: Dict[str, List[str]] = field(default_factory=dict)
     sha256: Optional[str] = None  # a judge validation set: the known hash of its rows (a task pins its own: pinned)
+    join: Optional[JoinConfig] = field(default=None, metadata=ADDED)
 
 
 @dataclass
@@ -185,6 +196,10 @@ class ClassifyConfig:
     numbered_options: bool = False  # an answer may give a label's position, 1..K
     whole_words: bool = True  # false for languages that attach particles to words (Korean)
     scoring: str = "generate"  # generate (parse the answer) | loglikelihood (rank the labels; one question)
+    # a record that offers only some of the labels (multiple choice with 2 to 4 options): Jinja rendering how many,
+    # the first N labels; an answer naming another is invalid, and log-likelihoods rank only those N. It reads
+    # fields of the task's group_by, which a published sample keeps, so the count is checked without the data
+    choices: Optional[str] = None
     # what classifier backends read, as Jinja templates (named parts: context, response)
     classifier_input: Dict[str, str] = field(default_factory=dict)
     # classifier backends say unsafe or not: the task's label for each verdict ({unsafe: LABEL, safe: LABEL})
@@ -599,10 +614,27 @@ def _without_added(items, cls):
 
     if not isinstance(items, list):
         return items
-    added = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
-             for f in dataclasses.fields(cls) if f.metadata.get("added")}
-    return [{k: v for k, v in item.items() if k not in added or v != added[k]} if isinstance(item, dict) else item
-            for item in items]
+    return [_item_without_added(item, cls) if isinstance(item, dict) else item for item in items]
+
+
+def _item_without_added(item: dict, cls) -> dict:
+    """One config less its ADDED fields that hold their default, in the configs it holds too (a seed's data)."""
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in item:
+            continue
+        value = item[f.name]
+        if f.metadata.get("added") and value == (f.default_factory() if f.default_factory is not dataclasses.MISSING
+                                                  else f.default):
+            continue
+        inner = [a for a in (hints[f.name], *typing.get_args(hints[f.name])) if dataclasses.is_dataclass(a)]
+        out[f.name] = _item_without_added(value, inner[0]) if inner and isinstance(value, dict) else value
+    out.update({k: v for k, v in item.items() if k not in {f.name for f in dataclasses.fields(cls)}})
+    return out
 
 
 def register() -> None:

@@ -181,6 +181,8 @@ class Classify(Kind):
             raise BenchmarkError(f"scoring={self.scoring!r}: use generate or loglikelihood")
         if self.scoring == "loglikelihood" and (len(self.questions) > 1 or spec.answer_format == "json"):
             raise BenchmarkError(f"{where}: loglikelihood scoring needs a single question answered as text")
+        if spec.choices is not None and not self.single:
+            raise BenchmarkError(f"{where}.choices: for a single question")
         self.generation = OmegaConf.to_container(model_cfg.generation, resolve=True)
         names = {lab.name for lab in spec.labels}
         for verdict, label in spec.classifier_labels.items():
@@ -224,6 +226,30 @@ class Classify(Kind):
         return out
 
     reference_fields = ("target", "group")
+
+    def offered(self, record: dict) -> list[str]:
+        """The labels a record offers: all, or the first `classify.choices` of them."""
+        labels = self.questions[0].labels
+        if self.spec.choices is None:
+            return labels
+        where = f"task {self.task.name}: classify.choices"
+        text = render(self.spec.choices, self._variables(record), where).strip()
+        if not text.isdigit() or not 1 <= int(text) <= len(labels):
+            raise BenchmarkError(f"{where} gives {text[:40]!r} for record {record.get('id')!r}: a number of labels, "
+                                 f"1 to {len(labels)}")
+        return labels[: int(text)]
+
+    @staticmethod
+    def _known(sample: dict) -> dict:
+        """What a sample keeps of its record: its group (pinned with the task's reference, so a published card,
+        which keeps no input, still says how many labels each record offered) and its input where kept."""
+        return {**(sample.get("group") or {}), **(sample.get("input") or {})}
+
+    def _restricted(self, record: dict, predictions: dict) -> dict:
+        """A single question's answer that names a label the record does not offer is invalid."""
+        if self.spec.choices is None or predictions[None] == INVALID or predictions[None] in self.offered(record):
+            return predictions
+        return {None: INVALID}
 
     @property
     def requests_per_record(self) -> int:
@@ -378,11 +404,12 @@ class Classify(Kind):
         if self.scoring == "generate":
             outs = model.generate([Generate(c, self.generation) for c in convs])
             return [self._sample(r, c, o, cut) for r, (_, cut), c, o in zip(records, fitted, convs, outs)]
-        labels = self.questions[0].labels
-        outs = model.loglikelihood([LogLikelihood(c, lab) for c in convs for lab in labels])
-        samples = []
-        for i, (r, (_, cut), c) in enumerate(zip(records, fitted, convs)):
-            lls = outs[i * len(labels) : (i + 1) * len(labels)]
+        offered = [self.offered(r) for r in records]
+        outs = model.loglikelihood([LogLikelihood(c, lab) for c, labels in zip(convs, offered) for lab in labels])
+        model.will_not_ask(len(records) * len(self.questions[0].labels) - len(outs))
+        samples, start = [], 0
+        for r, (_, cut), c, labels in zip(records, fitted, convs, offered):
+            lls, start = outs[start : start + len(labels)], start + len(labels)
             failed = next((o for o in lls if isinstance(o, Failure)), None)
             scores = dict(zip(labels, lls))
             # per byte, as lm-eval's acc_norm: a raw sum would favour short labels
@@ -405,12 +432,14 @@ class Classify(Kind):
                                                                                            out.get("category"))}))
         elif isinstance(out, dict) and out and self.single and all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) for v in out.values()):
-            labels = self.questions[0].labels
+            labels = self.offered(self._known(sample))
             if set(out) != set(labels):
-                return [("output", f"log-likelihoods of {sorted(out)}; the task's labels are {list(labels)}")]
+                return [("output", f"log-likelihoods of {sorted(out)}; the record's labels are {list(labels)}")]
             expected = self._answers(max(labels, key=lambda lab: out[lab] / len(lab.encode("utf-8"))))
         else:
             return [("output", "is not a text, a classifier's verdict or log-likelihoods of the task's labels")]
+        if self.single:
+            expected = self._restricted(self._known(sample), expected)
         prediction = expected[None] if self.single else expected
         if sample.get("prediction") != prediction:
             return [("prediction", f"{str(sample.get('prediction'))[:80]} is not what the output gives: "
@@ -451,6 +480,8 @@ class Classify(Kind):
             sample.update(output=None, error=answer.error)
         else:
             predictions = self._answers(answer)
+            if self.single:
+                predictions = self._restricted(record, predictions)
             sample.update(output=answer if output is None else output, error=None)
         sample.update(self.reference(record))
         sample["prediction"] = predictions[None] if self.single else predictions
