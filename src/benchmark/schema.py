@@ -581,7 +581,7 @@ def essential(data, cls):
         if f.name not in data:
             continue
         value = data[f.name]
-        default = (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+        default = _field_default(f)
         if dataclasses.is_dataclass(default):
             default = dataclasses.asdict(default)
         if value == default:
@@ -589,6 +589,12 @@ def essential(data, cls):
         out[f.name] = _essential_value(value, hints[f.name])
     out.update({k: v for k, v in data.items() if k not in {f.name for f in dataclasses.fields(cls)}})
     return out
+
+
+def _field_default(f):
+    import dataclasses
+
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
 
 
 def _essential_value(value, hint):
@@ -628,8 +634,7 @@ def _item_without_added(item: dict, cls) -> dict:
         if f.name not in item:
             continue
         value = item[f.name]
-        if f.metadata.get("added") and value == (f.default_factory() if f.default_factory is not dataclasses.MISSING
-                                                  else f.default):
+        if f.metadata.get("added") and value == _field_default(f):
             continue
         inner = [a for a in (hints[f.name], *typing.get_args(hints[f.name])) if dataclasses.is_dataclass(a)]
         out[f.name] = _item_without_added(value, inner[0]) if inner and isinstance(value, dict) else value
