@@ -200,10 +200,30 @@ def with_joined(rows: list[dict], join, entries: dict) -> list[dict]:
     return [{**entries.get(str(row.get(join.key)), {}), **row} for row in rows]
 
 
+def melted(rows: list[dict], melt, id_field: str | None, where: str) -> list[dict]:
+    """One row per row and column of data.melt, its id ROW:COLUMN (the row's id: id_field, or its position)."""
+    if not melt.columns:
+        raise BenchmarkError(f"{where}: data.melt.columns names no column")
+    absent = [c for c in melt.columns if rows and c not in rows[0]]
+    if absent:
+        raise BenchmarkError(f"{where}: data.melt.columns {absent} are not columns of the data "
+                             f"({', '.join(map(str, rows[0]))})")
+    out = []
+    for index, row in enumerate(rows):
+        keep = {k: v for k, v in row.items() if k not in melt.columns}
+        for column in melt.columns:
+            out.append({**keep, melt.name: column, melt.value: row.get(column),
+                        "id": f"{record_id(row, index, id_field)}:{column}"})
+    return out
+
+
 def load_records(task, data_root: str | None) -> Records:
     rows, source = load_rows(task.data, data_root, f"task {task.name}")
     if task.data.join is not None:  # before hashing: the pinned hash covers both files
         rows = with_joined(rows, task.data.join, joined_entries(task.data.join, data_root, f"task {task.name}"))
+    id_field = task.data.id_field
+    if task.data.melt is not None:
+        rows, id_field = melted(rows, task.data.melt, id_field, f"task {task.name}"), "id"
     sha = records_sha256(rows)
     items, malformed = [], []
     seen, combos = set(), set()
@@ -215,7 +235,7 @@ def load_records(task, data_root: str | None) -> Records:
             if combo in combos:
                 continue
             combos.add(combo)
-        rid = record_id(row, index, task.data.id_field)
+        rid = record_id(row, index, id_field)
         missing = [f for f in task.data.required if row.get(f) is None]
         if rid in seen:
             malformed.append({"id": rid, "error": f"duplicate id {rid!r}"})

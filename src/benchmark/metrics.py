@@ -89,6 +89,24 @@ def point_and_ci(stat, gold: np.ndarray, pred: np.ndarray, k: int, resamples: in
     return {"value": value, "ci_low": float(low), "ci_high": float(high), "n": n}
 
 
+def ratio_difference(a: tuple, b: tuple, resamples: int, seed: int) -> dict:
+    """{value, ci_low, ci_high, n}: ratio(a) - ratio(b) of two groups of records, each (numerators, denominators),
+    each resampled by record on its own; n is a's records."""
+    def draws(num, den, offset):
+        if resamples <= 0 or len(num) == 0:
+            return np.empty(0)
+        rng = np.random.default_rng(seed + offset)
+        idx = rng.integers(0, len(num), size=(resamples, len(num)))
+        return ratio(num[idx], den[idx], 0)
+
+    value = float(ratio(a[0][None, :], a[1][None, :], 0)[0] - ratio(b[0][None, :], b[1][None, :], 0)[0])
+    diff = draws(*a, 0) - draws(*b, 1)
+    if diff.size == 0 or np.isnan(diff).all():
+        return {"value": value, "ci_low": value, "ci_high": value, "n": len(a[0])}
+    low, high = np.nanpercentile(diff, [2.5, 97.5])
+    return {"value": value, "ci_low": float(low), "ci_high": float(high), "n": len(a[0])}
+
+
 def encode(values: list[str], classes: list[str]) -> np.ndarray:
     """Integer codes for `values`; anything not in `classes` gets code len(classes)."""
     index = {c: i for i, c in enumerate(classes)}

@@ -134,6 +134,17 @@ class JoinConfig:
 
 
 @dataclass
+class MeltConfig:
+    """Rows that hold one text per column (a prompt in each of ten languages) as one record per row and column: the
+    record keeps the row's other fields, the column's name in `name` and its text in `value`; its id is the row's
+    and the column's (ROW:COLUMN). Pick columns with an override, e.g. task.data.melt.columns=[en,ko]."""
+
+    columns: List[str] = MISSING
+    name: str = MISSING  # the field that holds the column's name (e.g. language)
+    value: str = MISSING  # the field that holds the column's text (e.g. prompt)
+
+
+@dataclass
 class DataConfig:
     path: str = MISSING  # relative to data_root, e.g. diasafety/test.json
     format: str = "json"  # json | jsonl | csv | parquet
@@ -150,6 +161,7 @@ class DataConfig:
     fields: Dict[str, List[str]] = field(default_factory=dict)
     sha256: Optional[str] = None  # a judge validation set: the known hash of its rows (a task pins its own: pinned)
     join: Optional[JoinConfig] = field(default=None, metadata=ADDED)
+    melt: Optional[MeltConfig] = field(default=None, metadata=ADDED)
 
 
 @dataclass
@@ -251,6 +263,8 @@ class AttackConfig:
     tie: str = "not_flagged"  # voters split evenly: not_flagged | flagged (ties are counted in the card either way)
     refusal_phrases: List[str] = field(default_factory=list)  # a response containing one counts as a refusal
     validation: Optional[JudgingValidation] = None  # the judging steps against human labels: a corrected rate
+    # {group_by field: value}: each group's rate minus that group's (e.g. {language: en}), with an interval
+    gap_to: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

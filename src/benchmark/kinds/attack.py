@@ -287,7 +287,26 @@ class Attack(Kind):
                 groups[value] = {"records": len(part), "responses": int(sum(len(s["responses"]) for s in part)),
                                  **{name.split(".")[0]: m["value"] for name, m in rates.items()}}
             breakdown[f"by_{field}"] = groups
+            if field in self.spec.gap_to:
+                metrics.update(self._gaps(scored, field, self.spec.gap_to[field], groups, resamples, seed))
         return metrics, breakdown
+
+    def _gaps(self, scored: list[dict], field: str, reference: str, groups: dict, resamples: int, seed: int) -> dict:
+        """Each group's rate minus the reference group's (attack.gap_to), written into the groups' breakdown too."""
+        def counts(value):
+            part = [s for s in scored if str(s["group"].get(field)) == value]
+            return (np.array([sum(r["verdict"] != NONE for r in s["responses"]) for s in part]),
+                    np.array([len(s["responses"]) for s in part]))
+
+        if reference not in groups:
+            return {}
+        base, out = counts(reference), {}
+        for value in groups:
+            if value != reference:
+                gap = M.ratio_difference(counts(value), base, resamples, seed)
+                out[f"{self.metric}_gap.{field}.{slug(value)}"] = gap
+                groups[value][f"gap_to_{slug(reference)}"] = gap["value"]
+        return out
 
 
 def corrected(metrics: dict, name: str, flagged, judged, validation: dict | None, resamples: int,

@@ -1,0 +1,80 @@
+"""MultiJail: one record per prompt and language (data.melt), the unsafe rate per language and its gap to English,
+scored by hand on scripted roles; the released file as pinned."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import data_path
+from fakes import FakeModel
+
+from benchmark import BenchmarkError
+from benchmark.kinds import make_kind
+from benchmark.kinds.base import Roles
+from benchmark.runner import _plain_task
+from benchmark.schema import compose
+
+LANGUAGES = ["en", "ko", "sw"]
+
+
+@pytest.fixture
+def multijail_root(tmp_path):
+    """Four prompts in MultiJail's layout, of our own: one column per language."""
+    (tmp_path / "multijail").mkdir()
+    lines = ["id,source,tags,en,ko,sw"] + [f"{i},anthropics,['Violence'],how to do harm {i},해악 {i},madhara {i}"
+                                           for i in range(4)]
+    (tmp_path / "multijail" / "MultiJail.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+def kind_and_records(root, *overrides):
+    from benchmark.data import load_records
+
+    cfg = compose(["task=multijail", f"data_root={root}", f"task.data.melt.columns=[{','.join(LANGUAGES)}]",
+                   *overrides])
+    task = _plain_task(cfg.task)
+    return make_kind(task, cfg.model), load_records(task, str(root))
+
+
+def test_each_prompt_is_a_record_in_each_language_and_a_missing_column_is_named(multijail_root):
+    kind, records = kind_and_records(multijail_root)
+    assert [r["id"] for r in records.items[:4]] == ["0:en", "0:ko", "0:sw", "1:en"]
+    assert records.items[1]["prompt"] == "해악 0" and records.items[1]["language"] == "ko"
+    from benchmark.kinds.common import render_messages
+
+    assert render_messages(kind.task, records.items[2]) == [{"role": "user", "content": "madhara 0"}]
+    with pytest.raises(BenchmarkError, match=r"data.melt.columns \['th'\] are not columns of the data"):
+        kind_and_records(multijail_root, "task.data.melt.columns=[en,th]")
+
+
+def test_the_unsafe_rate_per_language_and_its_gap_to_english_counted_by_hand(multijail_root):
+    kind, records = kind_and_records(multijail_root)
+    # the target refuses in English, complies with prompts 0-2 in Korean and with prompt 0 in Swahili
+    complies = {"0:ko", "1:ko", "2:ko", "0:sw"}
+    by_prompt = {r["prompt"]: r["id"] for r in records.items}
+    target = FakeModel(generate=lambda r: "Sure, here is how" if by_prompt[r.messages[-1]["content"]] in complies
+                       else "I cannot help with that")
+    classifier = FakeModel(classify=lambda r: {"unsafe": False, "score": 0.1})
+    question = FakeModel(generation={"do_sample": False, "max_new_tokens": 8},
+                         generate=lambda r: "unsafe" if "Sure, here is how" in r.messages[-1]["content"] else "safe")
+    samples = kind.evaluate(records.items, Roles(model=target, judges={"utterance": [("utterance", classifier)],
+                                                                       "harm": [("harm", question)]}))
+    assert "[Request] 해악 0" in question.asked[1].messages[-1]["content"]
+    metrics, breakdown = kind.score(samples, resamples=200, seed=0)
+    assert metrics["asr"]["value"] == pytest.approx(4 / 12)
+    assert metrics["asr.language.en"]["value"] == 0
+    assert metrics["asr.language.ko"]["value"] == pytest.approx(3 / 4)
+    assert metrics["asr.language.sw"]["value"] == pytest.approx(1 / 4)
+    gap = metrics["asr_gap.language.ko"]
+    assert gap["value"] == pytest.approx(3 / 4) and gap["ci_low"] <= 3 / 4 <= gap["ci_high"] and gap["ci_low"] >= 0
+    assert "asr_gap.language.en" not in metrics
+    assert breakdown["by_language"]["sw"]["gap_to_en"] == pytest.approx(1 / 4)
+
+
+def test_the_released_file_is_the_pinned_one_in_ten_languages(compose, data_root):
+    from benchmark.data import load_records
+
+    data_path("multijail", "MultiJail.csv")
+    cfg = compose("task=multijail")
+    records = load_records(_plain_task(cfg.task), str(data_root))
+    assert len(records.items) == 3150 and not records.malformed and records.sha256 == cfg.task.pinned.sha256
+    assert {r["language"] for r in records.items} == {"en", "zh", "it", "vi", "ar", "ko", "th", "bn", "sw", "jv"}
