@@ -171,11 +171,13 @@ def overview_page(cards: list, registry: dict) -> None:
                 "procedure against human labels, from the card's own outcome on its labelled set; rank: on the column ranked "
                 "by, one plus the number of models whose 95% interval lies wholly on the better side of the model's "
                 "own, so models the data cannot tell apart share a rank)")
-    for t in shown_tasks:
-        task = registry[t]
-        note = T.METRIC_NOTES.get(task["headline"].rsplit(".", 1)[-1], "")
-        st.markdown(f"- **{esc(t)}** ({esc(task['language'])}): {esc(task['headline'])}: {esc(note)}. "
-                    f"{esc(task.get('description', ''))} [Task page and definition]({link('Tasks', task=t)})")
+    for language in sorted({registry[t]["language"] for t in shown_tasks}, key=T.language_order):
+        st.markdown(f"*{esc(T.language_name(language))}*")
+        for t in (t for t in shown_tasks if registry[t]["language"] == language):
+            task = registry[t]
+            note = T.METRIC_NOTES.get(task["headline"].rsplit(".", 1)[-1], "")
+            st.markdown(f"- **{esc(t)}** ({esc(task['language'])}): {esc(task['headline'])}: {esc(note)}. "
+                        f"{esc(task.get('description', ''))} [Task page and definition]({link('Tasks', task=t)})")
 
 
 UNVERIFIED_NOTE = ("**Not verified, not ranked**: no verifier has re-run and signed these cards (tick \"Rank "

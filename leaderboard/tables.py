@@ -289,3 +289,17 @@ def model_row(c, task: dict) -> dict:
             "verified": verified_text(summary.verified), "run": card["run"]["started_at"],
             "suite commit": (card["run"]["git_commit"] or "")[:10],
             "judges": ", ".join(f"{j['step']}: {j['name']}" for j in card.get("judges", []))}
+
+
+LANGUAGES = {"en": "English", "zh": "Chinese", "ko": "Korean", "multi": "Several languages"}
+
+
+def language_name(code: str) -> str:
+    """A task's language as the board names it (the code itself where it has no name here)."""
+    return LANGUAGES.get(code, code)
+
+
+def language_order(code: str) -> tuple:
+    """The board's order of languages: those it names in its own order, then the others by code."""
+    names = list(LANGUAGES)
+    return (names.index(code), "") if code in names else (len(names), code)

@@ -360,6 +360,17 @@ def test_filters_by_licence_and_kind_of_model(app):
     assert set(at.dataframe[0].value["licence"]) == {"MIT"}
 
 
+def test_the_overview_lists_its_tasks_under_their_language(app):
+    at = app.run()
+    texts = [m.value for m in at.markdown]
+    heads = [t for t in texts if t in ("*English*", "*Korean*", "*Chinese*", "*Several languages*")]
+    assert heads[:2] == ["*English*", "*Korean*"]  # the board's order, only the languages of the cards shown
+    english, korean = texts.index("*English*"), texts.index("*Korean*")
+    assert any(t.startswith("- **ricota** (ko)") for t in texts[korean:])
+    assert not any(t.startswith("- **ricota**") for t in texts[english:korean])
+    assert any(t.startswith("- **diasafety** (en)") for t in texts[english:korean])
+
+
 def test_filters_change_the_rows(app):
     at = app.run()
     at.multiselect(key="f_language").set_value(["ko"]).run()
