@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from test_attack import chatbot_root, replay_run  # noqa: F401  (chatbot_root: a fixture)
 
 from benchmark.cache import ResponseCache
@@ -136,3 +138,32 @@ def test_the_correction_needs_a_declared_youden_j_and_an_informative_interval():
     metrics = {}
     said = corrected(metrics, "c", np.array([0, 0, 10, 5, 10, 0]), np.array([10] * 6), small, 300, 1, 0.3)["corrected"]
     assert said == "not correctable: judge J = 0.40, and the corrected interval spans the whole range" and metrics == {}
+
+
+def test_a_judge_is_measured_on_the_sets_of_its_tasks_language_and_on_korean_humans_for_korean():
+    from benchmark.validity import sets_for, validation_sets
+
+    assert [vs.name for vs in sets_for("en")] == ["diasafety", "toxic_chat"]
+    assert [vs.name for vs in sets_for("ko")] == ["kosbi"]
+    assert [vs.name for vs in sets_for("multi")] == [vs.name for vs in validation_sets()]
+    assert sets_for("th") == ()
+
+
+def test_kosbi_measures_a_judge_against_its_human_labels(data_root):
+    from conftest import data_path
+    from fakes import FakeModel
+
+    from benchmark.validity import measure, sets_for
+
+    data_path("kosbi", "kosbi_test.json")
+    # a judge that flags a sentence holding "않" ("not"): its figures are what the labels make of that rule
+    judge = FakeModel(classify=lambda r: {"unsafe": "않" in r.input["response"], "score": 0.0})
+    got = measure(judge, str(data_root), resamples=50, seed=0, sets=sets_for("ko"))["kosbi"]
+    assert got["n"] == 3423 and got["sha256_matches"] is True and got["unsafe"] == round(1718 / 3423, 4)
+    assert judge.asked[0].input.keys() == {"context", "response"}
+    rows = json.loads((data_root / "kosbi" / "kosbi_test.json").read_text(encoding="utf-8"))
+    flagged = ["않" in r["sentence"] for r in rows]
+    unsafe = [r["sentence_label"] == "unsafe" for r in rows]
+    tp = sum(f and u for f, u in zip(flagged, unsafe))
+    assert got["precision"]["value"] == pytest.approx(tp / sum(flagged))
+    assert got["recall"]["value"] == pytest.approx(tp / sum(unsafe))

@@ -34,7 +34,7 @@ def judge_panel(cfg, kind) -> tuple[dict[str, list[str]], dict]:
 def judge_facts(judge: CachedModel, cfg) -> dict:
     """What a card records about a judge: the backend's own facts and, for a classifier, its measured agreement with
     human labels (validity.py)."""
-    from .validity import measure
+    from .validity import measure, sets_for
 
     facts = judge.backend.describe()
     if not judge.backend.supports("classify"):
@@ -42,7 +42,7 @@ def judge_facts(judge: CachedModel, cfg) -> dict:
     if not cfg.judge_validity:
         return {**facts, "measured": NOT_MEASURED}
     asked = CachedModel(judge.backend, judge.sha, judge.cache, judge.config, judge.seed)  # not the run's judge calls
-    return {**facts, "measured": measure(asked, cfg.data_root, cfg.bootstrap, cfg.seed)}
+    return {**facts, "measured": measure(asked, cfg.data_root, cfg.bootstrap, cfg.seed, sets_for(cfg.task.language))}
 
 
 NOT_MEASURED = "not measured: the run said judge_validity=false"

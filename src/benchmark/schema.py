@@ -418,10 +418,13 @@ class TrainSplit:
 
 @dataclass
 class ValidationSet:
-    """A human-labelled set every classifier judge is measured on (conf/judge_validation.yaml)."""
+    """A human-labelled set the classifier judges of tasks in its language are measured on
+    (conf/judge_validation.yaml)."""
 
     name: str = MISSING
     description: str = ""
+    # the language of its texts: a judge is measured on the sets in its task's language (a multi task's: all)
+    language: str = "en"
     data: DataConfig = field(default_factory=DataConfig)
     input: Dict[str, str] = field(default_factory=dict)  # the judge's named parts (context, response), Jinja over a row
     unsafe: str = MISSING  # Jinja over a row: true where the human label is unsafe (toxic)

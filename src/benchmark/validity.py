@@ -42,9 +42,17 @@ def validation_sets() -> tuple:
     return tuple(OmegaConf.to_object(config).sets)  # read once per process
 
 
+MULTILINGUAL = "multi"  # a task's language where its records are in several: its judges are measured on every set
+
+
+def sets_for(language: str) -> tuple:
+    """The sets a judge of a task in this language is measured on."""
+    return tuple(vs for vs in validation_sets() if language == MULTILINGUAL or vs.language == language)
+
+
 def measure(judge, data_root: str | None, resamples: int, seed: int, sets=None) -> dict:
     """{set name: {n, unsafe (the human-labelled unsafe share), data_sha256, precision, recall, specificity, f1,
-    macro_f1 (each {value, ci_low, ci_high, n})}} or {set name: "not measured: <why>"}."""
+    macro_f1 (each {value, ci_low, ci_high, n})}} or {set name: "not measured: <why>"}, on `sets` (default: all)."""
     from .data import data_file, load_rows, records_sha256
 
     out = {}
