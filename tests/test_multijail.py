@@ -68,6 +68,9 @@ def test_the_unsafe_rate_per_language_and_its_gap_to_english_counted_by_hand(mul
     assert gap["value"] == pytest.approx(3 / 4) and gap["ci_low"] <= 3 / 4 <= gap["ci_high"] and gap["ci_low"] >= 0
     assert "asr_gap.language.en" not in metrics
     assert breakdown["by_language"]["sw"]["gap_to_en"] == pytest.approx(1 / 4)
+    # which languages' judging was measured against human labels
+    assert breakdown["judges_measured_in"] == {"en": ["diasafety", "toxic_chat"], "ko": ["kosbi"],
+                                               "sw": "not measured: no labelled set in this language"}
 
 
 def test_the_released_file_is_the_pinned_one_in_ten_languages(compose, data_root):

@@ -289,6 +289,8 @@ class Attack(Kind):
             breakdown[f"by_{field}"] = groups
             if field in self.spec.gap_to:
                 metrics.update(self._gaps(scored, field, self.spec.gap_to[field], groups, resamples, seed))
+        if "language" in self.task.group_by:
+            breakdown["judges_measured_in"] = measured_in(sorted(breakdown["by_language"]))
         return metrics, breakdown
 
     def _gaps(self, scored: list[dict], field: str, reference: str, groups: dict, resamples: int, seed: int) -> dict:
@@ -307,6 +309,15 @@ class Attack(Kind):
                 out[f"{self.metric}_gap.{field}.{slug(value)}"] = gap
                 groups[value][f"gap_to_{slug(reference)}"] = gap["value"]
         return out
+
+
+def measured_in(languages: list[str]) -> dict:
+    """For each language of a task's records, the labelled sets in that language its classifier judges were measured
+    on (conf/judge_validation.yaml), or that none was."""
+    from ..validity import validation_sets
+
+    return {lang: [vs.name for vs in validation_sets() if vs.language == lang] or "not measured: no labelled set in "
+            "this language" for lang in languages}
 
 
 def corrected(metrics: dict, name: str, flagged, judged, validation: dict | None, resamples: int,
