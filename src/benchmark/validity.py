@@ -6,11 +6,10 @@ one set, which corrects its rate for the judges' errors (metrics.corrected_rate)
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from . import metrics as M
+from .labelled import validation_sets
 from .models.requests import Classify
 from .templates import render
 
@@ -29,17 +28,6 @@ def _stat(name: str):
         return pc[name][:, 1]
 
     return stat
-
-
-@functools.lru_cache(maxsize=1)
-def validation_sets() -> tuple:
-    from omegaconf import OmegaConf
-
-    from .paths import CONF_DIR
-    from .schema import ValidationConfig
-
-    config = OmegaConf.merge(OmegaConf.structured(ValidationConfig), OmegaConf.load(CONF_DIR / "judge_validation.yaml"))
-    return tuple(OmegaConf.to_object(config).sets)  # read once per process
 
 
 MULTILINGUAL = "multi"  # a task's language where its records are in several: its judges are measured on every set

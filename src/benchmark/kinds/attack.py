@@ -19,6 +19,7 @@ from .. import BenchmarkError
 from .. import metrics as M
 from ..models.cached import Failure
 from ..models.requests import Generate, Replay
+from ..labelled import measured_in
 from ..templates import render
 from .base import Kind, Roles
 from .classify import INVALID
@@ -309,15 +310,6 @@ class Attack(Kind):
                 out[f"{self.metric}_gap.{field}.{slug(value)}"] = gap
                 groups[value][f"gap_to_{slug(reference)}"] = gap["value"]
         return out
-
-
-def measured_in(languages: list[str]) -> dict:
-    """For each language of a task's records, the labelled sets in that language its classifier judges were measured
-    on (conf/judge_validation.yaml), or that none was."""
-    from ..validity import validation_sets
-
-    return {lang: [vs.name for vs in validation_sets() if vs.language == lang] or "not measured: no labelled set in "
-            "this language" for lang in languages}
 
 
 def corrected(metrics: dict, name: str, flagged, judged, validation: dict | None, resamples: int,
