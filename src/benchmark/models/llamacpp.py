@@ -203,18 +203,8 @@ class LlamaCpp(Backend):
 
     def usage(self, requests, answers):
         """Counted with the GGUF's own tokenizer: the prompt as the model reads it, the answer without specials."""
-        from .usage import TOKENIZER, Usage
+        from .usage import counted
 
-        def length(text: str) -> int:
-            return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
-
-        def read(r) -> int:
-            return len(self._encode(self._context(r.messages)))
-
-        op = requests[0].op if requests else None
-        if op == "generate":
-            return [Usage(read(r), length(a), TOKENIZER) if isinstance(a, str) else None
-                    for r, a in zip(requests, answers)]
-        if op == "loglikelihood":
-            return [Usage(read(r) + length(" " + r.continuation), 0, TOKENIZER) for r in requests]
-        return super().usage(requests, answers)
+        found = counted(requests, answers, lambda r: len(self._encode(self._context(r.messages))),
+                        lambda text: len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)))
+        return super().usage(requests, answers) if found is None else found

@@ -305,21 +305,11 @@ class LMEvalBackend(Backend):
         the model reads it (chat template applied), the answer without special tokens."""
         if self.cfg.backend in API_BACKENDS or not hasattr(self.lm, "tok_encode"):
             return super().usage(requests, answers)
-        from .usage import TOKENIZER, Usage
+        from .usage import counted
 
-        def length(text: str) -> int:
-            return len(self.lm.tok_encode(text, add_special_tokens=False))
-
-        def read(r) -> int:
-            return len(self.lm.tok_encode(self._context(r.messages)))
-
-        op = requests[0].op if requests else None  # one operation per call (cached.CachedModel)
-        if op == "generate":
-            return [Usage(read(r), length(a), TOKENIZER) if isinstance(a, str) else None
-                    for r, a in zip(requests, answers)]
-        if op == "loglikelihood":  # reads the prompt and the continuation, writes nothing
-            return [Usage(read(r) + length(" " + r.continuation), 0, TOKENIZER) for r in requests]
-        return super().usage(requests, answers)
+        found = counted(requests, answers, lambda r: len(self.lm.tok_encode(self._context(r.messages))),
+                        lambda text: len(self.lm.tok_encode(text, add_special_tokens=False)))
+        return super().usage(requests, answers) if found is None else found
 
     def loglikelihood(self, pairs):
         from lm_eval.api.instance import Instance

@@ -70,6 +70,18 @@ class Tokens:
                 "counted_by": sorted(self.counted_by)}
 
 
+def counted(requests: list, answers: list, read, length) -> list | None:
+    """What a local model's requests read and wrote, counted with its tokenizer: `read(request)` the prompt as the
+    model reads it, `length(text)` an answer's tokens. A generation reads its prompt and writes its answer; a
+    log-likelihood reads the prompt and the continuation and writes nothing. None for other operations."""
+    op = requests[0].op if requests else None  # one operation per call (cached.CachedModel)
+    if op == "generate":
+        return [Usage(read(r), length(a), TOKENIZER) if isinstance(a, str) else None for r, a in zip(requests, answers)]
+    if op == "loglikelihood":
+        return [Usage(read(r) + length(" " + r.continuation), 0, TOKENIZER) for r in requests]
+    return None
+
+
 def cost(tokens: Tokens, prices) -> float:
     """What the tokens asked now cost at `prices` (ModelConfig.prices: per million tokens read and written)."""
     return (tokens.prompt * prices.input_per_million + tokens.completion * prices.output_per_million) / 1e6
