@@ -93,9 +93,7 @@ def suite(model: str, engine: str, workload: str, n: int, data_root: str, thread
 
 def answer_of(row: dict) -> str:
     """The model's text in a sample: a classify answer's output, an attack's first response."""
-    if "output" in row:
-        return row["output"]
-    return row["responses"][0]["text"] if "responses" in row else json.dumps(row.get("samples"))
+    return row["output"] if "output" in row else row["responses"][0]["text"]
 
 
 def messages_of(model: str, workload: str, n: int, data_root: str) -> dict[str, list[dict]]:
