@@ -32,6 +32,7 @@ CARDS=(
   "qwen2.5-coder-0.5b-instruct toxicchat" "qwen2.5-coder-0.5b-instruct diasafety_chatbot_k1"
   "qwen2.5-coder-1.5b-instruct ricota" "qwen2.5-coder-1.5b-instruct diasafety"
   "qwen2.5-coder-1.5b-instruct diasafety_chatbot_k1" "qwen2.5-coder-1.5b-instruct toxicchat"
+  "qwen2.5-coder-1.5b-instruct goal_direct_multijail"
 )
 if [ $# -gt 0 ]; then
   for card in "$@"; do
