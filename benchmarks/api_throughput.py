@@ -62,7 +62,7 @@ def main() -> None:
 
     from benchmark import runner
     from benchmark.runner import run
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

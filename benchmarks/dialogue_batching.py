@@ -33,7 +33,7 @@ def main() -> None:
     from conftest import build_tiny_model
 
     from benchmark.runner import run
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -43,7 +43,7 @@ replay:
 
 
 def compose(work: Path, *overrides: str):
-    from benchmark.schema import compose as compose_run
+    from benchmark.composition import compose as compose_run
 
     return compose_run([f"hydra.searchpath=[file://{work / 'conf'}]", "progress=false", *overrides])
 
@@ -118,11 +118,11 @@ def grouped(prof: cProfile.Profile, total: float) -> list[tuple[str, float]]:
         ("bootstrap", bootstrap),
         ("writing (samples, card, hashes)",
          _ct(s, b + "runner.py", "_append") + _ct_from(s, "json/__init__.py", "dumps", b + "runner.py")
-         + _ct(s, b + "scorecard.py", "write") - validation + _ct(s, b + "hashing.py", "file_sha256")
+         + _ct(s, b + "scorecard.py", "write") - validation + _ct(s, b + "identity.py", "file_sha256")
          + _ct(s, b + "runner.py", "_prepare_dir") + _ct(s, b + "runner.py", "_check_manifest")),
         ("card validation (JSON Schema)", validation),
         ("loading records (datasets, resume)", _ct(s, b + "data.py", "load_records") + _ct(s, b + "runner.py", "read_samples")),
-        ("config hashes", _ct(s, b + "models/__init__.py", "model_sha256") + _ct_from(s, b + "hashing.py", "sha256_json",
+        ("config hashes", _ct(s, b + "identity.py", "model_sha256") + _ct_from(s, b + "identity.py", "sha256_json",
                                                                                     b + "runner.py")),
         ("run facts (library versions, git commit)", _ct(s, b + "scorecard.py", "versions")
          + _ct(s, b + "scorecard.py", "git_commit")),

@@ -85,7 +85,7 @@ import json, time
 t = time.perf_counter()
 from benchmark import kinds, runner, scorecard
 from benchmark.report import table
-from benchmark.schema import compose
+from benchmark.composition import compose
 took = {"imports": time.perf_counter() - t}
 
 def timing(owner, name, label):

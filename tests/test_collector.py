@@ -81,7 +81,7 @@ def test_a_run_freezes_its_backend_only_in_a_one_command_process(one_command, da
     code = f"""
 import gc
 from benchmark import collector, runner
-from benchmark.schema import compose
+from benchmark.composition import compose
 if {one_command}:
     collector.one_command()
 runner.run(compose(["limit=5", "progress=false", "results_dir={tmp_path}"], keep=False))

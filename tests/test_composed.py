@@ -9,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 from omegaconf.errors import ConfigAttributeError
 
-import benchmark.schema as S
+import benchmark.composition as S
 from benchmark.runner import _plain_task
 
 

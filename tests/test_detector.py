@@ -271,7 +271,7 @@ def _train_cfg(*overrides):
     from hydra import compose, initialize_config_dir
 
     from benchmark.paths import CONF_DIR
-    from benchmark.schema import register
+    from benchmark.judge.config import register
 
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

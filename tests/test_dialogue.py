@@ -52,7 +52,7 @@ def scripted(tmp_path):
 
 
 def compose_scripted(tmp_path, root, conf, *overrides):
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     return compose([f"hydra.searchpath=[file://{conf}]", "task=scripted", "model=scripted-target", "attacker=scripted",
                     f"data_root={root}", f"results_dir={tmp_path / 'results'}", "progress=false", "bootstrap=200",

@@ -10,7 +10,8 @@ import pytest
 
 from benchmark import BenchmarkError
 from benchmark.models.classifier import MANIFEST
-from benchmark.schema import DataConfig, TrainSplit, ValidationSet
+from benchmark.config import DataConfig
+from benchmark.labelled import TrainSplit, ValidationSet
 
 TOXIC = ["you are a stupid idiot", "I hate you and your family", "go away you worthless idiot", "shut up stupid"]
 CLEAN = ["what is the weather like today", "please write a poem about the sea", "how do I cook rice",

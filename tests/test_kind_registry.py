@@ -86,7 +86,7 @@ def registered():
 
 def test_a_kind_defined_here_runs_to_a_valid_card(registered, tmp_path):
     from benchmark.runner import run
-    from benchmark.schema import compose
+    from benchmark.composition import compose
     from benchmark.scorecard import validate
 
     root, conf = tmp_path / "data", tmp_path / "conf"
@@ -109,7 +109,7 @@ def test_a_kind_defined_here_runs_to_a_valid_card(registered, tmp_path):
 
 
 def test_a_task_section_of_an_unregistered_kind_is_refused(tmp_path):
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     conf = tmp_path / "conf"
     (conf / "task").mkdir(parents=True)

@@ -12,7 +12,7 @@ from fakes import FakeModel
 from benchmark.kinds import make_kind
 from benchmark.kinds.base import Roles
 from benchmark.runner import _plain_task
-from benchmark.schema import compose
+from benchmark.composition import compose
 
 CATEGORIES = ["성별", "종교", "나이/세대"]
 

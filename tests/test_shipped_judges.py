@@ -79,7 +79,7 @@ def test_a_delta_loads_as_the_model_it_was_trained_as(tiny_encoder, tmp_path):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from benchmark.models.encoders import load_classifier, save_delta, with_delta
-    from benchmark.schema import Lora
+    from benchmark.models.encoders import Lora
 
     torch.manual_seed(3)
     labels = {0: "safe", 1: "unsafe"}

@@ -88,7 +88,7 @@ def overrides(tmp_path, root, conf, task, attacker="script", *more):
 
 
 def compose_run(*args):
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     return compose(overrides(*args))
 
@@ -288,7 +288,7 @@ def test_the_published_goal_formats_load(tmp_path):
     import csv
 
     from benchmark.kinds import make_kind
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     def write(path, header, rows):
         path.parent.mkdir(parents=True, exist_ok=True)

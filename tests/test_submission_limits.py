@@ -17,7 +17,7 @@ from test_submissions import _set, edit_card, folder, problems_of  # noqa: F401 
 from test_trust import _copy_seed_as
 
 from benchmark import submissions as S
-from benchmark.hashing import file_sha256
+from benchmark.identity import file_sha256
 from benchmark.submissions import privacy
 from benchmark.submissions import samples as SF
 from benchmark.submit import main as submit_main

@@ -11,12 +11,12 @@ import yaml
 
 from benchmark import submissions as S
 from benchmark.paths import REPO_ROOT
-from benchmark.models import model_sha256
+from benchmark.identity import model_sha256
 from benchmark.submissions import configs, privacy, rules, signing
 from benchmark.submissions import samples as SF
-from benchmark.hashing import sha256_json
+from benchmark.identity import sha256_json
 from benchmark.runner import run
-from benchmark.hashing import file_sha256
+from benchmark.identity import file_sha256
 from benchmark.submit import main as submit_main
 from benchmark.submit import package, validate, verify
 

@@ -128,7 +128,7 @@ def test_launcher_presets_extend_the_plugins_configs(preset, schema, int_key, ta
     from omegaconf import OmegaConf
 
     from benchmark.paths import CONF_DIR
-    from benchmark.schema import register
+    from benchmark.composition import register
 
     register()
     GlobalHydra.instance().clear()

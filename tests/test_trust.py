@@ -123,7 +123,7 @@ def _listed_weights(card) -> str:
 
 
 def test_weights_a_card_lists_are_the_weights_its_config_pins(folder):
-    from benchmark.models import model_sha256
+    from benchmark.identity import model_sha256
     from benchmark.submissions.configs import model_config_node
 
     assert problems_of(folder) == []  # the field is optional: a card without it, as every published one, is valid
@@ -167,7 +167,7 @@ def api_card(data_root, tmp_path_factory):
     task), and the server."""
     from test_api_retries import FakeChatServer
 
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     server, root = FakeChatServer(lambda n, body, attempt: {}), tmp_path_factory.mktemp("api-card")
     _, path = run(compose([f"results_dir={root / 'results'}", "progress=false", "model=openai-chat",
@@ -188,7 +188,7 @@ def _api_submission(api_card, tmp_path) -> tuple:
 
 def _resubmit(card_path: Path, change) -> None:
     """The card's model config changed by `change` as a submitter would: model.yaml, the card's copy, its hash."""
-    from benchmark.models import model_sha256
+    from benchmark.identity import model_sha256
     from benchmark.submissions.configs import model_config_node
 
     model = yaml.safe_load((card_path.parent / "model.yaml").read_text())
@@ -337,7 +337,7 @@ def test_a_gzip_bomb_of_samples_stops_with_one_problem(folder):
     with gzip.open(path, "wt") as f:  # 100 MiB of lines, about 0.5 MB compressed
         for _ in range(100 * 1024):
             f.write(line)
-    from benchmark.hashing import file_sha256
+    from benchmark.identity import file_sha256
 
     edit_card(folder, _set(["samples", "sha256"], file_sha256(path)))
     found = problems_of(folder)

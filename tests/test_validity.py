@@ -12,7 +12,8 @@ from test_attack import chatbot_root, replay_run  # noqa: F401  (chatbot_root: a
 from benchmark.cache import ResponseCache
 from benchmark.models import load_backend
 from benchmark.models.cached import CachedModel
-from benchmark.schema import DataConfig, ValidationSet
+from benchmark.config import DataConfig
+from benchmark.labelled import ValidationSet
 from benchmark.validity import measure
 from benchmark.runner import run
 
@@ -97,7 +98,8 @@ def test_the_card_carries_the_corrected_rate_beside_the_raw_one(compose, chatbot
     from omegaconf import OmegaConf
 
     from benchmark.kinds import make_kind
-    from benchmark.schema import ModelConfig, task_schema
+    from benchmark.config import ModelConfig
+    from benchmark.composition import task_schema
 
     kind = make_kind(OmegaConf.merge(OmegaConf.structured(task_schema()), card["task"]["config"]),
                      OmegaConf.merge(OmegaConf.structured(ModelConfig), card["model"]["config"]))

@@ -24,7 +24,7 @@ def main() -> None:
     import hydra
     from hydra.core.hydra_config import HydraConfig
 
-    from .schema import register
+    from .composition import register
 
     register()  # the run's schema in Hydra's config store (compose registers it for a plain run)
 
@@ -116,7 +116,7 @@ def _single(argv: list[str]) -> int | None:
         # cycles: frozen with them rather than walked for (0.04 s)
         with long_lived(collect=False):
             from . import runner  # noqa: F401  (the run's modules, loaded here with the config)
-            from .schema import compose
+            from .composition import compose
 
             cfg = compose(argv)  # every config file checked before Hydra first reads it (schema.compose)
     except BenchmarkError as e:

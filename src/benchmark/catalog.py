@@ -123,7 +123,7 @@ def evaluate(model: str | None = None, task: str | None = None, overrides: list[
         card["metrics"]["macro_f1"]["value"]
     """
     from .runner import run
-    from .schema import compose
+    from .composition import compose
 
     given = [*(f"model={model}",) * bool(model), *(f"task={task}",) * bool(task),
              *(f"{k}={_value(v)}" for k, v in settings.items()), *overrides]

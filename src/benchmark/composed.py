@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from .hashing import sha256_json
+from .identity import sha256_json
 from .paths import cache_root
 
 KEEP = 512  # composed configs kept (a few kilobytes each)

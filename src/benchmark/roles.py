@@ -7,7 +7,7 @@ from __future__ import annotations
 from omegaconf import OmegaConf
 
 from . import BenchmarkError
-from .hashing import sha256_json
+from .identity import sha256_json
 from .models import load_backend
 from .models.cached import CachedModel
 

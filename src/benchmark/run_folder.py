@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 from . import BenchmarkError
 from .files import write_json
-from .hashing import sha256_json
+from .identity import sha256_json
 
 MIN_FREE_BYTES = 50 * 2**20
 

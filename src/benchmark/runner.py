@@ -23,11 +23,13 @@ from .budget import Budget
 from .estimate import per_record
 from .cache import ResponseCache
 from .collector import long_lived
+from .composition import compose, task_schema
 from .files import write_json
 from .data import Records
 from .kinds import Kind, make_kind
 from .kinds.base import Roles
-from .models import model_sha256, pin_content
+from .identity import model_sha256, reference_sha256, task_sha256
+from .models import pin_content
 from .models.registry import backend_class, chunk_size
 from .models.base import counts_tokens
 from .models.cached import CachedModel
@@ -64,15 +66,13 @@ def usable_records(kind, data_root: str | None):
 
 def pins(task_name: str, data_root: str | None, overrides: tuple[str, ...] = ()) -> dict:
     """The `pinned:` values of a task, derived from its data (python -m benchmark.submit pin TASK)."""
-    from .kinds import reference_sha256
-    from .schema import compose
 
     cfg = compose([f"task={task_name}", *overrides])
     spec = _plain_task(cfg.task)
     kind = make_kind(spec, cfg.model)
     records, items, malformed = usable_records(kind, data_root)
     return {"sha256": records.sha256, "records": len(items), "malformed": [m["id"] for m in malformed],
-            "reference_sha256": reference_sha256(kind, [{"id": r["id"], **kind.reference(r)} for r in items])}
+            "reference_sha256": reference_sha256(kind.reference_fields, [{"id": r["id"], **kind.reference(r)} for r in items])}
 
 
 @dataclass
@@ -148,9 +148,8 @@ def plan(cfg, pin: bool = True) -> Plan:
     for config in (model_cfg, *judge_cfgs.values(), *([attacker_cfg] if attacker_cfg is not None else [])):
         if pin:
             pin_content(config, cfg.data_root)  # local weights too: their fingerprint joins the config's hash
-    from .schema import task_sha256
-
-    hashes = {"model": model_sha256(model_cfg), "task": task_sha256(OmegaConf.to_container(task, resolve=True)),
+    hashes = {"model": model_sha256(model_cfg), "task": task_sha256(OmegaConf.to_container(task, resolve=True),
+                                                                    task_schema()),
               "judges": {key: model_sha256(j) for key, j in judge_cfgs.items()},
               "attacker": model_sha256(attacker_cfg) if attacker_cfg is not None else None}
 

@@ -133,7 +133,7 @@ class ConfigFiles:
 
 
 def config_files(folders: list[Path]) -> ConfigFiles:
-    from .hashing import sha256_json
+    from .identity import sha256_json
 
     texts = tuple((path, read_text(path)) for folder in folders if folder.is_dir() for path in _yaml_files(folder))
     return ConfigFiles(texts, sha256_json([[str(path), text] for path, text in texts]))

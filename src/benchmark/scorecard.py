@@ -79,7 +79,7 @@ def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, sta
     it gave (runner.Execution) and its scores."""
     from omegaconf import OmegaConf
 
-    from .hashing import file_sha256
+    from .identity import file_sha256
 
     cfg, task, records = plan.cfg, plan.cfg.task, plan.records
     model_cfg, judge_cfgs, attacker_cfg = cfg.model, plan.judge_cfgs, plan.attacker_cfg

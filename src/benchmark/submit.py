@@ -25,7 +25,7 @@ import yaml
 from . import BenchmarkError, __version__
 from . import submissions as S
 from .files import inside, write_json
-from .models import model_sha256
+from .identity import model_sha256
 from .models.base import Backend, Reach
 from .models.registry import backend_class
 from .submissions.base import NAME, capped
@@ -35,7 +35,8 @@ from .submissions.configs import full_config, model_config_node, read_yaml
 from .submissions.privacy import scrub
 from .submissions.rules import check_card
 from .submissions.samples import strip_sample, task_strings, write_samples
-from .submissions.signing import card_sha256, keygen, sign, verified_from
+from .identity import card_sha256
+from .submissions.signing import keygen, sign, verified_from
 
 
 def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None = None,
@@ -222,7 +223,8 @@ def _rerun_config(card: dict, configs: dict, ids: list[str], tmp: Path, data_roo
     verifier's endpoints), a fresh cache."""
     from omegaconf import OmegaConf, open_dict
 
-    from .schema import JudgeConfig, compose
+    from .config import JudgeConfig
+    from .composition import compose
 
     cfg = compose([f"task={card['task']['name']}", f"output_dir={tmp}/run", f"cache_dir={tmp}/cache",
                    f"seed={card['run']['seed']}", "bootstrap=10", "progress=false",
@@ -312,7 +314,7 @@ class _Recalled(Backend):
         self.answers, self.seed, self.answer_shape = answers, seed, shape
 
     def generate(self, conversations, generation, seeds=None):
-        from .hashing import sha256_json
+        from .identity import sha256_json
         from .models.cached import Failure
 
         out = []

@@ -24,7 +24,24 @@ from ..templates import render
 from .base import Kind, Roles
 from .classify import INVALID
 from .common import RefusalPhrases, plain, render_messages, variables
-from .judging import Step, check_tie, describe_step, run_panel
+from .judging import JudgeStepConfig, JudgingValidation, Step, check_tie, describe_step, run_panel
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+
+@dataclass
+class AttackConfig:
+    samples: int = 1  # responses per record (k)
+    # the task's sampling protocol: these keys override the model's generation settings
+    generation: Dict[str, Any] = field(default_factory=dict)
+    metric: str = "unsafe_rate"  # the name of the flagged-response rate (e.g. asr: attack success rate)
+    # in order: the first step that flags a response decides (the DiaSafety paper: utterance, then context level)
+    judges: List[JudgeStepConfig] = field(default_factory=list)
+    tie: str = "not_flagged"  # voters split evenly: not_flagged | flagged (ties are counted in the card either way)
+    refusal_phrases: List[str] = field(default_factory=list)  # a response containing one counts as a refusal
+    validation: Optional[JudgingValidation] = None  # the judging steps against human labels: a corrected rate
+    # {group_by field: value}: each group's rate minus that group's (e.g. {language: en}), with an interval
+    gap_to: Dict[str, str] = field(default_factory=dict)
 
 NONE = "none"  # the verdict of a response that no step flagged
 RESPONSE_FIELDS = frozenset({"text", "verdict", "refusal", "judgements"})  # what a sample records of each response
@@ -37,7 +54,7 @@ class Attack(Kind):
     packaged_fields = frozenset({"id", "input_sha256", "prompt_sha256", "unmatched", "responses", "group", "error"})
     said_fields = ("responses",)
     name = "attack"
-    section, section_schema = "attack", "AttackConfig"
+    section, section_schema = "attack", AttackConfig
 
     def __init__(self, task, model_cfg):
         spec = task.attack
@@ -279,17 +296,17 @@ class Attack(Kind):
                      for step in self.judge_steps},
             "agreement": {step: agreement(scored, step) for step in self.judge_steps},
         }
-        for field in self.task.group_by:
+        for by in self.task.group_by:
             groups = {}
-            for value in sorted({str(s["group"].get(field)) for s in scored}):
-                part = [s for s in scored if str(s["group"].get(field)) == value]
-                rates = self._rates(part, resamples, seed, f".{field}.{slug(value)}")
+            for value in sorted({str(s["group"].get(by)) for s in scored}):
+                part = [s for s in scored if str(s["group"].get(by)) == value]
+                rates = self._rates(part, resamples, seed, f".{by}.{slug(value)}")
                 metrics.update(rates)
                 groups[value] = {"records": len(part), "responses": int(sum(len(s["responses"]) for s in part)),
                                  **{name.split(".")[0]: m["value"] for name, m in rates.items()}}
-            breakdown[f"by_{field}"] = groups
-            if field in self.spec.gap_to:
-                metrics.update(self._gaps(scored, field, self.spec.gap_to[field], groups, resamples, seed))
+            breakdown[f"by_{by}"] = groups
+            if by in self.spec.gap_to:
+                metrics.update(self._gaps(scored, by, self.spec.gap_to[by], groups, resamples, seed))
         if "language" in self.task.group_by:
             breakdown["judges_measured_in"] = measured_in(sorted(breakdown["by_language"]))
         return metrics, breakdown

@@ -53,10 +53,10 @@ class MetricSpec:
 
 class Kind(ABC):
     name: str  # the `kind:` a task file names
-    # the task file's section that configures the kind (e.g. `dialogue:`) and its dataclass (or the name of one in
-    # benchmark.schema), which the task schema takes in (schema.task_schema); None: the kind has no section
+    # the task file's section that configures the kind (e.g. `dialogue:`) and its dataclass, defined beside the kind,
+    # which the task schema takes in (composition.task_schema); None: the kind has no section
     section: str | None = None
-    section_schema: type | str | None = None
+    section_schema: type | None = None
     added_metrics: tuple[MetricSpec, ...] = ()  # metrics added since version 1 (every other metric is version 1's)
     # the fields of a published sample (the data set's texts replaced by their hashes), and those of them that hold
     # what the models said (a data set's text copied there is hashed when the run is packaged)

@@ -14,6 +14,42 @@ from ..models.requests import Classify, Generate
 from ..templates import render
 from .classify import INVALID, LabelParser
 from .common import plain
+from typing import Dict, List, Optional
+from omegaconf import MISSING
+from ..config import ADDED, LabelConfig, Message
+
+
+@dataclass
+class JudgeStepConfig:
+    """One judging step of an attack task, answered by one judge model or several that vote (see JudgeConfig).
+
+    type classifier: a classifier judge reads named parts of the response (`input`) and says unsafe or not.
+    type question: an LLM judge is asked `messages` about the response; its answer is parsed into one of `labels`,
+    and the response is flagged when that label is the one `flag` renders (e.g. the record's judge_target)."""
+
+    name: str = MISSING
+    type: str = "classifier"  # classifier | question
+    input: Dict[str, str] = field(default_factory=dict)  # classifier: named parts (context, response, category)
+    messages: List[Message] = field(default_factory=list)  # question: the judge prompt, Jinja over record + response
+    labels: List[LabelConfig] = field(default_factory=list)  # question: the answers a judge may give
+    flag: Optional[str] = None  # question: Jinja rendering the answer that flags the response
+    whole_words: bool = True  # false for Chinese and Korean answers
+    # a dialogue attack's target-turn step: turn (the attacker's message and the reply) | conversation (also the whole
+    # conversation so far, as the target saw it: the `conversation` variable, a list of {role, content})
+    sees: str = field(default="turn", metadata=ADDED)
+
+
+@dataclass
+class JudgingValidation:
+    """How a task's judging steps are measured against human labels: a set of conf/judge_validation.yaml whose rows
+    become the variables the steps' templates read. Its sensitivity and specificity correct the task's rate for the
+    judges' errors (Rogan-Gladen)."""
+
+    set: str = MISSING
+    variables: Dict[str, str] = field(default_factory=dict)  # Jinja over a row of the set
+    # the least Youden J (sensitivity + specificity - 1) of the judging procedure on the set for which the rate is
+    # corrected; below it the card says "not correctable" (the correction divides by J: a small J makes it noise)
+    min_youden: float = 0.5
 
 STEP_TYPES = ("classifier", "question")
 SEES = ("turn", "conversation")  # what a dialogue attack's step sees: the turn, or the whole conversation so far
@@ -95,7 +131,7 @@ def judge_step(step: Step, voters, env: dict, tie_policy: str, errors: dict) -> 
 
 def describe_step(step: Step) -> dict:
     """What a score card records about a judging step: its type and the hash of its prompt (or input)."""
-    from ..hashing import sha256_json
+    from ..identity import sha256_json
 
     spec = plain(step.spec)
     return {"step_type": step.type,

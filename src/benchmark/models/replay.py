@@ -48,7 +48,7 @@ class Replay(Backend):
     @classmethod
     def content_sha256(cls, cfg, data_root):
         from ..data import data_file
-        from ..hashing import file_sha256
+        from ..identity import file_sha256
 
         if cfg.replay is None or not data_root:
             return None

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from .. import BenchmarkError
 from ..files import inside
-from ..hashing import sha256_json
+from ..identity import sha256_json
 from . import checked
 from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MAX_VALUES, MODEL_FILE, SAMPLES_SUFFIX,
                    SUBMISSIONS_DIR, TASKS_DIR, OutOfBounds, Problem, capped, json_values, name_key, strict_json,

@@ -133,7 +133,7 @@ def task_registry() -> dict[str, dict]:
     """Every task in tasks/, composed as a run would compose it (inherited fields included), by name."""
     from omegaconf import OmegaConf
 
-    from ..schema import compose
+    from ..composition import compose
 
     tasks = {}
     for path in sorted(TASKS_DIR.glob("*.yaml")):

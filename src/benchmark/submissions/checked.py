@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import BenchmarkError
-from ..hashing import file_sha256, sha256_json
+from ..identity import file_sha256, sha256_json
 from .base import VERIFIER_KEYS, Problem
 from .summary import Summary
 

@@ -73,7 +73,7 @@ def _config_problems(blob: str, allow_remote_code: bool, prefix: str, types: boo
 
 def _shape_problems(data: dict, prefix: str) -> list[Problem]:
     """No key that names code (_target_), no interpolation, no key the config's dataclass does not have."""
-    from ..schema import ModelConfig
+    from ..config import ModelConfig
 
     problems = []
 
@@ -113,7 +113,7 @@ def _value_problems(data: dict, prefix: str, allow_remote_code: bool, types: boo
     """The name and a known backend, paths inside their folders, allowed backend arguments only, no remote code
     unless allowed, and (types) every value of its field's type."""
     from ..models.registry import backend_names, known_backend
-    from ..schema import ModelConfig
+    from ..config import ModelConfig
 
     problems = [Problem("", f"{prefix}{key}", "missing") for key in ("name", "backend") if not data.get(key)]
     backend = data.get("backend")
@@ -171,14 +171,14 @@ def model_config_node(data: dict):
     """A checked model config as the typed node a run uses (only after check_model_config passed)."""
     from omegaconf import OmegaConf
 
-    from ..schema import ModelConfig
+    from ..config import ModelConfig
 
     return OmegaConf.merge(OmegaConf.structured(ModelConfig), data)
 
 
 def full_config(data: dict, cls=None) -> dict:
     """A config with every field its dataclass defaults (plain dicts: cheap enough for a thousand cards)."""
-    from ..schema import ModelConfig
+    from ..config import ModelConfig
 
     cls = cls or ModelConfig
     nested = _fields(cls)

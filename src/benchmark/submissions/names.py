@@ -35,7 +35,7 @@ import weakref
 from collections import OrderedDict
 from pathlib import Path
 
-from ..hashing import file_sha256, sha256_json
+from ..identity import file_sha256, sha256_json
 from . import checked
 from .base import CARD_SUFFIX, MAX_FILES, SAMPLES_SUFFIX, Problem, name_key
 
@@ -223,7 +223,7 @@ def _card_paths(folder: Path) -> list[Path]:
 def _verified(path: Path) -> bool:
     """Whether the card is verified by a listed verifier key (its signature over the card as it is)."""
     from . import card_bytes, parse_card
-    from .signing import verification_problems
+    from ..submissions.signing import verification_problems
 
     try:
         card = parse_card(path, card_bytes(path))

@@ -20,7 +20,7 @@ def standard_panel(task: str) -> tuple[dict, dict]:
 
     from ..kinds import make_kind
     from ..roles import judge_panel
-    from ..schema import compose
+    from ..composition import compose
 
     cfg = compose([f"task={task}"])
     voters, models = judge_panel(cfg, make_kind(cfg.task, cfg.model))
@@ -67,7 +67,7 @@ def fixed_generation(task: str) -> dict | None:
     that does not generate."""
     from omegaconf import OmegaConf
 
-    from ..schema import compose
+    from ..composition import compose
 
     cfg = compose([f"task={task}"])
     section = _PROTOCOL.get(cfg.task.kind)
@@ -83,7 +83,7 @@ def protocol_status(card: dict) -> str | None:
     stop string, say, measures another thing, so its card is shown apart and never ranked."""
     from dataclasses import asdict
 
-    from ..schema import GenerationConfig
+    from ..config import GenerationConfig
 
     fixed = fixed_generation(card["task"]["name"])
     if fixed is None:

@@ -22,14 +22,14 @@ from pathlib import Path
 import jsonschema
 
 from .. import BenchmarkError
-from ..hashing import file_sha256
+from ..identity import file_sha256
 from . import checked
 from .base import CARD_SUFFIX, KEY_NAME, MAX_BOOTSTRAP, SAMPLES_SUFFIX, Problem, task_registry
 from .checked import CheckStore, Given
 from .configs import check_model_config, full_config, model_config_node
 from .privacy import private_values
 from .samples import DATA_KEYS, read_samples
-from .signing import verification_problems
+from ..submissions.signing import verification_problems
 from .usage import usage_problems
 from .votes import Votes, voter_problems
 
@@ -51,15 +51,17 @@ def _validator_for(kinds: tuple[str, ...]) -> jsonschema.Draft202012Validator:
 
 @functools.lru_cache(maxsize=None)
 def _task_sha256(name: str) -> str:
-    from ..schema import task_sha256
+    from ..composition import task_schema
+    from ..identity import task_sha256
 
-    return task_sha256(task_registry()[name])
+    return task_sha256(task_registry()[name], task_schema())
 
 
 def _essential_task(config) -> dict:
     """A task's definition without the values its schema gives by default: a field added to the schema later, with
     a default that keeps today's behaviour, leaves every earlier card's definition the task's."""
-    from ..schema import essential, task_schema
+    from ..identity import essential
+    from ..composition import task_schema
 
     return essential(config, task_schema())
 
@@ -121,7 +123,7 @@ def _pinned_problems(card: dict, known: dict, where: str) -> list[Problem]:
 
 def _config_problems(card: dict, where: str, thorough: bool, allow_remote_code: bool) -> list[Problem]:
     """Every config on the card follows the rules for submitted configs; thorough: its hash is recomputed."""
-    from ..models import model_sha256
+    from ..identity import model_sha256
 
     problems = []
     for prefix, entry in _roles(card):
@@ -333,7 +335,7 @@ def _derivation_problems(path: Path, kind, samples: list[dict]) -> list[Problem]
 
 @functools.lru_cache(maxsize=None)
 def _composed_task(name: str):
-    from ..schema import compose
+    from ..composition import compose
 
     return compose([f"task={name}"]).task
 
@@ -444,7 +446,7 @@ def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root
 
 def _given(path: Path, card: dict, known: dict, data_root: str | None) -> Given:
     """What the samples file gives under the card's task: its problems, its size, its metrics and breakdown."""
-    from ..kinds import reference_sha256
+    from ..identity import reference_sha256
 
     try:
         from ..kinds import kind_class
@@ -474,7 +476,7 @@ def _given(path: Path, card: dict, known: dict, data_root: str | None) -> Given:
         return given
     try:
         kind = _kind(card)
-        if reference_sha256(kind, samples) != known["pinned"]["reference_sha256"]:
+        if reference_sha256(kind.reference_fields, samples) != known["pinned"]["reference_sha256"]:
             differing = _differing_ids(card, kind, samples, data_root)
             given.late = [("samples", "target", "the samples' ids, gold labels or groups are not the task's own "
                                                 "(their reference_sha256 differs from the task's pinned one)"

@@ -12,7 +12,7 @@ import zlib
 from pathlib import Path
 
 from .. import BenchmarkError
-from ..hashing import sha256_json
+from ..identity import sha256_json
 from .base import MAX_SAMPLE_LINE, MAX_SAMPLES, MAX_SAMPLES_BYTES, MAX_VALUES, json_values, strict_json
 from .privacy import scrub
 
