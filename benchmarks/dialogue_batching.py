@@ -32,7 +32,7 @@ def main() -> None:
 
     from conftest import build_tiny_model
 
-    from benchmark.runner import run
+    from benchmark.run.runner import run
     from benchmark.composition import compose
 
     with tempfile.TemporaryDirectory() as tmp:

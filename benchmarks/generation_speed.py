@@ -74,7 +74,7 @@ def lm_eval_generate(lm, texts: list[str], new: int) -> tuple[float, list[str]]:
 def suite_run(model: str, task: str, data_root: str, n: int, batch: int, new: int,
               work: Path) -> tuple[float, list[str]]:
     """The runner end to end on the first n records, the model loaded beforehand (a kept backend)."""
-    from benchmark.runner import run
+    from benchmark.run.runner import run
     from benchmark.composition import compose
 
     common = [f"model={model}", f"task={task}", f"data_root={data_root}", f"model.batch_size={batch}",

@@ -11,7 +11,7 @@ import pytest
 
 from benchmark import BenchmarkError
 from benchmark.models.registry import backend_class, known_backend
-from benchmark.runner import run
+from benchmark.run.runner import run
 
 PLUGIN = '''
 from benchmark.models.base import Backend

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ConfigAttributeError
 
 import benchmark.composition as S
-from benchmark.runner import _plain_task
+from benchmark.run.runner import _plain_task
 
 
 @pytest.fixture

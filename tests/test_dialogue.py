@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from benchmark.runner import run
+from benchmark.run.runner import run
 
 # seed -> (target's reply to it, then (attacker, target) per later turn)
 SCRIPT = {
@@ -87,7 +87,7 @@ def test_every_metric_by_hand(scripted):
 
 
 def test_turns_are_batched(scripted):
-    from benchmark import runner
+    from benchmark.run import runner
 
     seen = {}
     original = runner.CachedModel._answer

@@ -85,9 +85,9 @@ def registered():
 
 
 def test_a_kind_defined_here_runs_to_a_valid_card(registered, tmp_path):
-    from benchmark.runner import run
+    from benchmark.run.runner import run
     from benchmark.composition import compose
-    from benchmark.scorecard import validate
+    from benchmark.run.scorecard import validate
 
     root, conf = tmp_path / "data", tmp_path / "conf"
     (root / "mine").mkdir(parents=True)

@@ -1173,7 +1173,7 @@ def test_the_board_and_the_viewer_listen_on_this_machine_only(command, tmp_path)
 
 
 def test_view_serves_publicly_only_when_asked(tmp_path, monkeypatch, capsys):
-    from benchmark import tools
+    from benchmark.cli import tools
 
     _run_folder(tmp_path / "runs", "a-run")
     commands = []

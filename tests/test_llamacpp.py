@@ -124,7 +124,7 @@ def test_log_likelihoods_equal_a_full_pass_whatever_the_cache_holds(backend, smo
 
 @needs_llama
 def test_a_run_on_llama_cpp_counts_tokens_caches_and_resumes(compose, smollm2, data_root, tmp_path):
-    from benchmark.runner import run
+    from benchmark.run.runner import run
 
     overrides = (*LLAMA, "task=diasafety", "limit=3", f"cache_dir={tmp_path / 'cache'}")
     card, path = run(compose(*overrides, f"output_dir={tmp_path / 'a'}"))
@@ -157,7 +157,7 @@ def qwen_15b(weights_cache):
 
 
 def test_qwen_15b_answers_korean_conversations_on_llama_cpp_from_its_checked_pieces(compose, qwen_15b, data_root):
-    from benchmark.runner import run
+    from benchmark.run.runner import run
 
     card, path = run(compose(f"model={QWEN_15B}", "task=ricota", "limit=2"))
     assert card["run"]["failed"] == 0 and card["model"]["config"]["backend"] == "llama-cpp"

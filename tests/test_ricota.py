@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 
 from benchmark.kinds.classify import INVALID, Classify
 from benchmark.paths import CONF_DIR, TASKS_DIR
-from benchmark.runner import run
+from benchmark.run.runner import run
 from benchmark.config import ModelConfig
 from benchmark.composition import task_schema
 

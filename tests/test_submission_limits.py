@@ -20,8 +20,8 @@ from benchmark import submissions as S
 from benchmark.identity import file_sha256
 from benchmark.submissions import privacy
 from benchmark.submissions import samples as SF
-from benchmark.submit import main as submit_main
-from benchmark.submit import validate
+from benchmark.cli.submit import main as submit_main
+from benchmark.cli.submit import validate
 
 SAMPLES = "diasafety.samples.jsonl.gz"
 

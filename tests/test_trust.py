@@ -16,12 +16,12 @@ from test_submissions import SEED, _set, edit_card, folder, problems_of, verifie
 
 from benchmark import BenchmarkError
 from benchmark import submissions as S
-from benchmark.runner import run
+from benchmark.run.runner import run
 from benchmark.models.base import Backend
 from benchmark.submissions import rules
 from benchmark.submissions import samples as SF
-from benchmark.submit import main as submit_main
-from benchmark.submit import package, validate, verify
+from benchmark.cli.submit import main as submit_main
+from benchmark.cli.submit import package, validate, verify
 
 
 def _forge(folder: Path, change) -> list[dict]:
@@ -395,7 +395,7 @@ def test_packaging_never_silently_replaces_a_signed_card(compose, data_root, tmp
 
 def test_packaging_and_export_read_no_samples_file_outside_the_run(compose, data_root, tmp_path):
     """A run's samples file is read (and a torn last line cut) only inside the run's folder."""
-    from benchmark.export import to_inspect
+    from benchmark.cli.export import to_inspect
 
     _, path = run(compose("model=profanity-check", "task=diasafety"))
     outside = tmp_path / "elsewhere.jsonl"

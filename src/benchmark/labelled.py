@@ -6,8 +6,11 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
-from omegaconf import MISSING
+
+from omegaconf import MISSING, OmegaConf
+
 from .config import DataConfig
+from .paths import CONF_DIR
 
 
 @dataclass
@@ -44,11 +47,6 @@ class ValidationConfig:
 
 @functools.lru_cache(maxsize=1)
 def validation_sets() -> tuple:
-    from omegaconf import OmegaConf
-
-    from .paths import CONF_DIR
-    from .labelled import ValidationConfig
-
     config = OmegaConf.merge(OmegaConf.structured(ValidationConfig), OmegaConf.load(CONF_DIR / "judge_validation.yaml"))
     return tuple(OmegaConf.to_object(config).sets)
 

@@ -29,7 +29,7 @@ from ..models.encoders import load_classifier, logits_of, resolve_encoder, softm
 from ..paths import JUDGES_DIR
 from ..judge.config import JudgeTrainConfig
 from ..templates import render
-from .. import validity
+from ..run import validity
 from . import DETECTOR
 from .detector_train import Trainer
 from .examples import Example

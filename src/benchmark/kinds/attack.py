@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 from omegaconf import OmegaConf
@@ -18,15 +20,11 @@ from omegaconf import OmegaConf
 from .. import BenchmarkError
 from .. import metrics as M
 from ..models.cached import Failure
-from ..models.requests import Generate, Replay
 from ..labelled import measured_in
-from ..templates import render
+from ..models.requests import Generate, Replay
 from .base import Kind, Roles
-from .classify import INVALID
 from .common import RefusalPhrases, plain, render_messages, variables
-from .judging import JudgeStepConfig, JudgingValidation, Step, check_tie, describe_step, run_panel
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from .judging import JudgeStepConfig, JudgingValidation, check_tie, describe_step, make_step, run_panel
 
 
 @dataclass
@@ -70,7 +68,7 @@ class Attack(Kind):
         check_tie(spec.tie, where)
         self.task, self.spec = task, spec
         self.k = spec.samples
-        self.steps = [Step(s, task.name) for s in spec.judges]
+        self.steps = [make_step(s, task.name) for s in spec.judges]
         self.judge_steps = [s.name for s in self.steps]
         for step in self.steps:
             if step.sees != "turn":
@@ -174,16 +172,7 @@ class Attack(Kind):
         if empty:
             return f"messages[{empty[0]}] renders empty: nothing to ask the model"
         v = variables(self.task, record)
-        for step in self.steps:
-            if step.type == "question":
-                try:
-                    flag = step.flag_label(v)
-                except BenchmarkError as e:
-                    return str(e)
-                if flag == INVALID:
-                    return (f"{step.name}: flag {render(step.spec.flag, v, step.where)!r} is not one of the answers "
-                            f"{[lab.name for lab in step.spec.labels]}")
-        return None
+        return next((p for p in (step.record_problem(v) for step in self.steps) if p), None)
 
     def preview(self, record: dict) -> list[tuple[str, object]]:
         v = {**variables(self.task, record), "response": PLACEHOLDER}

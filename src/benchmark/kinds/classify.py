@@ -11,23 +11,21 @@ import hashlib
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
 
 import numpy as np
-from omegaconf import OmegaConf
+from omegaconf import MISSING, OmegaConf
 
 from .. import BenchmarkError
 from .. import metrics as M
+from ..config import LabelConfig
 from ..models.cached import Failure
 from ..models.requests import Classify as ClassifyRequest, Generate, LogLikelihood, Replay
 from ..templates import render
 from ..text import pad, pct
 from .base import Kind, Roles
 from .common import render_messages, variables
-from dataclasses import field
-from typing import Dict, List, Optional
-from omegaconf import MISSING
-from ..config import LabelConfig
 
 
 @dataclass

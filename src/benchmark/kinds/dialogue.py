@@ -14,27 +14,26 @@ asking any model again for a turn it already answered.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
 
 import numpy as np
-from omegaconf import OmegaConf
+from omegaconf import MISSING, OmegaConf
 
 from .. import BenchmarkError
 from .. import metrics as M
+from ..config import ADDED, DataConfig, Message
 from ..data import Records, load_rows
 from ..identity import records_sha256
 from ..models.cached import Failure
 from ..models.requests import Generate, Replay
 from ..templates import render
 from .attack import NONE, PLACEHOLDER, corrected, slug
-from .judging import (JudgeStepConfig, JudgingValidation, Step, check_tie, describe_step, judge_step,
-                      run_panel)
+from .judging import (JudgeStepConfig, JudgingValidation, check_tie, describe_step, judge_step,
+                      make_step, run_panel)
 from .base import Kind, MetricSpec, Roles, Said, Transcript
 from .common import RefusalPhrases, plain
 from .conversation import Conversation, attacker_history, said_to_target, target_view
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
-from omegaconf import MISSING
-from ..config import ADDED, DataConfig, Message
 
 
 @dataclass
@@ -142,8 +141,8 @@ class DialogueAttack(Kind):
         check_tie(spec.tie, where)
         self.task, self.spec = task, spec
         self.stop, self.metric, self.stem = STOPS[spec.stop], spec.metric, spec.metric[:-5]
-        self.steps = [Step(s, task.name) for s in spec.judges]
-        self.attacker_steps = [Step(s, task.name) for s in spec.attacker_judges]
+        self.steps = [make_step(s, task.name) for s in spec.judges]
+        self.attacker_steps = [make_step(s, task.name) for s in spec.attacker_judges]
         if any(s.sees != "turn" for s in self.attacker_steps):
             raise BenchmarkError(f"{where}.attacker_judges: an attacker turn is judged on its own (sees: turn)")
         self.judge_steps = list(dict.fromkeys(s.name for s in self.steps + self.attacker_steps))

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from enum import Enum
 
+from omegaconf import OmegaConf
+
+from .. import BenchmarkError
+from ..config import ModelConfig
+from ..identity import essential
+
 
 class Reach(str, Enum):
     """Where a backend's requests may go, and with which key (Backend.reach)."""
@@ -11,6 +17,15 @@ class Reach(str, Enum):
     LOCAL = "local"  # nowhere a config names: the model runs on this machine (weights may come from the hub)
     ENDPOINT = "endpoint"  # only to the config's base_url, with only the key its api_key_env names (or none)
     ANYWHERE = "anywhere"  # wherever the backend or its library decides, with keys it finds itself
+
+
+# what the suite reads of every model config, whatever its backend
+COMMON_FIELDS = frozenset({"name", "backend", "metadata", "prices", "tokenizer", "sha256", "args", "generation",
+                           "scoring", "batch_size"})
+# the weights of a GGUF or transformers model, and how its prompt is made
+WEIGHTS_FIELDS = frozenset({"pretrained", "gguf_file", "split_weights", "revision", "dtype", "device", "max_length",
+                            "chat_template", "system_prompt"})
+CLASSIFIER_FIELDS = frozenset({"input", "threshold"})
 
 
 class Backend:
@@ -23,6 +38,11 @@ class Backend:
     any model registered in lm-eval (`backend: lm-eval:NAME`)."""
 
     operations: frozenset[str] = frozenset()
+    # what kind of model it runs, as the board groups models: LLM | classifier | recorded answers | other
+    model_kind: str = "other"
+    # the ModelConfig fields it reads beyond COMMON_FIELDS: a config that sets another away from its default is
+    # refused (check_fields), so no setting is silently ignored; None (a plug-in that does not say): any field
+    fields: frozenset[str] | None = None
     # the shape of this backend's answers, part of every cached answer's key: change it when the shape changes, so
     # answers cached in the old shape are never read as the new one ("" for text answers: the model's own words)
     answer_shape: str = ""
@@ -33,6 +53,18 @@ class Backend:
     # a classifier's verdict fields (classify's answers): a submitted verdict holding any other field is refused, so
     # nothing a submitter adds can be read before the backend's own fields (None: this backend gives no verdicts)
     verdict_fields: frozenset[str] | None = None
+
+    @classmethod
+    def check_fields(cls, cfg) -> None:
+        """Refuse a config that sets a field this backend does not read (away from the schema's default)."""
+        if cls.fields is None:
+            return
+        set_here = essential(OmegaConf.to_container(cfg, resolve=True), ModelConfig)
+        stray = sorted(set(set_here) - COMMON_FIELDS - cls.fields)
+        if stray:
+            raise BenchmarkError(f"model {cfg.name}: backend {cfg.backend} does not read model.{stray[0]} "
+                                 f"(set to {str(set_here[stray[0]])[:60]!r}); it reads "
+                                 f"{', '.join(sorted(cls.fields)) or 'none of the optional fields'}")
 
     @classmethod
     def reach(cls, cfg) -> Reach:

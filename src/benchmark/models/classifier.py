@@ -98,6 +98,8 @@ class Classifier:
 
 
 class TrainedClassifier(Backend):
+    model_kind = "classifier"
+    fields = frozenset({"pretrained", "device"})
     operations = frozenset({"classify"})
     answer_shape = "verdict-2"  # {"unsafe", "score"}: no label of a task's
     verdict_fields = frozenset({"unsafe", "score", "margin"})

@@ -127,6 +127,8 @@ class Detector:
 
 
 class DiaSafetyDetector(Backend):
+    model_kind = "classifier"
+    fields = frozenset({"pretrained", "device"})
     operations = frozenset({"classify"})
     requests_go = Reach.LOCAL  # a trained detector on this machine
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's

@@ -23,7 +23,7 @@ import weakref
 from pathlib import Path
 
 from .. import BenchmarkError
-from .base import Backend, Reach
+from .base import WEIGHTS_FIELDS, Backend, Reach
 from .weights import check_gguf_file, local_weights, locate, weights_source
 
 MIN_TAIL = 2  # prompt tokens evaluated anew after a reused prefix (LlamaCpp._keep_a_tail)
@@ -62,6 +62,8 @@ def cores() -> int:
 
 
 class LlamaCpp(Backend):
+    model_kind = "LLM"
+    fields = WEIGHTS_FIELDS  # dtype and device: read once model.backend=hf switches the engine
     operations = frozenset({"generate", "loglikelihood", "overflow"})
     requests_go = Reach.LOCAL
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from .. import BenchmarkError
-from .base import Backend, Reach
+from .base import WEIGHTS_FIELDS, Backend, Reach
 from .registry import LMEVAL_PREFIX
 from .weights import GGUF_BACKENDS, dequantised, load_error, local_weights, locate, weights_source
 
@@ -179,6 +179,8 @@ VLLM_MISSING = (
 
 
 class LMEvalBackend(Backend):
+    model_kind = "LLM"
+    fields = WEIGHTS_FIELDS | {"trust_remote_code", "base_url", "served_model", "api_key_env", "num_concurrent", "max_retries", "retry_wait", "timeout"}
 
     @classmethod
     def reach(cls, cfg) -> Reach:

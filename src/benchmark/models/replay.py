@@ -19,6 +19,8 @@ def normalise(text) -> str:
 
 
 class Replay(Backend):
+    model_kind = "recorded answers"
+    fields = frozenset({"replay"})
     operations = frozenset({"replay"})  # and generate, for a replay matched by text (see generate)
     requests_go = Reach.LOCAL  # a recorded file under data_root
 

@@ -36,7 +36,8 @@ from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MAX_VALUES, M
                    task_registry)
 from .checked import CheckStore
 from .configs import check_model_config, read_yaml
-from .names import imitation_problems, unportable
+from ..files import unportable
+from .names import imitation_problems
 from .rules import check_card
 from .samples import read_samples
 from .summary import Summary

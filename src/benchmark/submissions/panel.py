@@ -19,7 +19,7 @@ def standard_panel(task: str) -> tuple[dict, dict]:
     from omegaconf import OmegaConf
 
     from ..kinds import make_kind
-    from ..roles import judge_panel
+    from ..run.roles import judge_panel
     from ..composition import compose
 
     cfg = compose([f"task={task}"])

@@ -44,7 +44,7 @@ def _validator() -> jsonschema.Draft202012Validator:
 
 @functools.lru_cache(maxsize=4)
 def _validator_for(kinds: tuple[str, ...]) -> jsonschema.Draft202012Validator:
-    from ..scorecard import load_schema
+    from ..run.scorecard import load_schema
 
     return jsonschema.Draft202012Validator(load_schema())
 
@@ -354,8 +354,8 @@ def _validation_problems(card: dict, known: dict, where: str) -> list[Problem]:
     flags are the judges' own: only re-running them, as verify does, can check those)."""
     import hashlib
 
-    from ..roles import NOT_MEASURED
-    from ..validity import validation_sets
+    from ..run.roles import NOT_MEASURED
+    from ..run.validity import validation_sets
 
     outcome = card.get("judging_validation")
     from ..kinds import kind_class
@@ -498,10 +498,9 @@ def _differing_ids(card: dict, kind, samples: list[dict], data_root: str | None)
     does not have)."""
     if not data_root:
         return []
-    from ..runner import usable_records
 
     try:
-        _, items, _ = usable_records(kind, data_root)
+        _, items, _ = kind.usable_records(data_root)
     except BenchmarkError:
         return []
     truth = {r["id"]: kind.reference(r) for r in items}

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from omegaconf import OmegaConf
 
-from . import BenchmarkError
-from .identity import sha256_json
-from .models import load_backend
-from .models.cached import CachedModel
+from .. import BenchmarkError
+from ..identity import sha256_json
+from ..models import load_backend
+from ..models.cached import CachedModel
 
 def judge_panel(cfg, kind) -> tuple[dict[str, list[str]], dict]:
     """The voters of each judging step the task declares, and their model configs by panel key."""

@@ -10,11 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import BenchmarkError
+from .. import BenchmarkError
 
 
 def view(argv: list[str]) -> int:
-    from .paths import LEADERBOARD_APP
+    from ..paths import LEADERBOARD_APP
 
     p = argparse.ArgumentParser(prog="python -m benchmark view",
                                 description="The leaderboard's pages over your run folders (limited runs included)")

@@ -16,13 +16,13 @@ import argparse
 import json
 from pathlib import Path
 
-from . import BenchmarkError
+from .. import BenchmarkError
 
 
 def _run(folder: Path) -> tuple[dict, list[dict]]:
-    from .files import inside
-    from .run_folder import read_samples
-    from .submissions import read_card
+    from ..files import inside
+    from ..run.folder import read_samples
+    from ..submissions import read_card
 
     card_path = folder / "scorecard.json"
     if not card_path.is_file():
@@ -55,7 +55,7 @@ def to_inspect(folder: Path, out: Path | None = None) -> Path:
     )
     from inspect_ai.scorer import Score
 
-    from .kinds import kind_class
+    from ..kinds import kind_class
 
     card, samples = _run(folder)
     kind = kind_class(card["task"]["kind"])

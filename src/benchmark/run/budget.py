@@ -11,11 +11,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import BenchmarkError
+from .. import BenchmarkError
 from .estimate import Estimate
-from .files import write_json
-from .models.base import counts_tokens
-from .models.usage import cost
+from ..files import write_json
+from ..models.base import counts_tokens
+from ..models.usage import cost
 
 SPENT_FILE = "spent.json"  # beside samples.jsonl: what every invocation on this folder asked for, in total
 

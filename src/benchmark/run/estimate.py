@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..models.registry import model_kind
+
 CHARS_PER_TOKEN = 4  # where no tokenizer is at hand: about right for English, low for Chinese and Korean
 
 
@@ -28,13 +30,13 @@ class Estimate:
 
 def counter(model_cfg):
     """A function messages -> prompt tokens, and how it counts: the model's tokenizer where one loads without the
-    weights (hf, vllm, llama-cpp; an API model that names its `tokenizer`), else characters / CHARS_PER_TOKEN."""
+    weights (a language model's backend: hf, vllm, llama-cpp; an API model that names its `tokenizer`), else characters / CHARS_PER_TOKEN."""
     source = model_cfg.tokenizer
-    if source is None and model_cfg.backend in ("hf", "vllm", "llama-cpp") and model_cfg.pretrained:
+    if source is None and model_kind(model_cfg.backend) == "LLM" and model_cfg.pretrained:
         source = model_cfg.pretrained
     if source is not None:
         try:
-            from .models.weights import locate
+            from ..models.weights import locate
 
             path = locate(model_cfg) if source == model_cfg.pretrained else source  # weights not here: no import
 
@@ -43,7 +45,7 @@ def counter(model_cfg):
             kwargs = {"gguf_file": model_cfg.gguf_file} if model_cfg.gguf_file and source == model_cfg.pretrained else {}
             tok = AutoTokenizer.from_pretrained(path, **kwargs)
 
-            from .models.lmeval import prompt_text
+            from ..models.lmeval import prompt_text
 
             def templated(messages, add_generation_prompt):
                 return tok.apply_chat_template(messages, add_generation_prompt=add_generation_prompt, tokenize=False)
