@@ -369,7 +369,7 @@ def test_one_folder_that_breaks_the_checks_leaves_the_others(folder, monkeypatch
             raise MemoryError("a pathological card")
         return real(path, card, *args, **kwargs)
 
-    monkeypatch.setattr(S, "check_card", breaks_on_one)
+    monkeypatch.setattr(S.loading, "check_card", breaks_on_one)
     loaded = S.load(folder.parent)
     assert [c.card["model"]["name"] for c in loaded.cards] == ["another-model"]
     assert any(f"{folder}: could not be checked: MemoryError" in str(p) for p in loaded.rejected)

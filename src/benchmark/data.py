@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import BenchmarkError
-from .identity import records_sha256
+from .identity import file_sha256, records_sha256, sha256_json
+from .paths import cache_root
 from .templates import render
 
 _BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}
@@ -99,9 +100,6 @@ def _local_rows(path: Path, data, where: str) -> list[dict]:
     hold exactly (dates, bytes) are not kept. A kept file that was changed changes the rows, so the records' hash no
     longer matches the task's pin and the run stops."""
     from importlib.metadata import version
-
-    from .identity import file_sha256, sha256_json
-    from .paths import cache_root
 
     name = sha256_json([file_sha256(path), data.format, _builder_kwargs(data), version("datasets")])
     kept = cache_root() / "records" / f"{name}.json"

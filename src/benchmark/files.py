@@ -6,6 +6,7 @@ import json
 import os
 import unicodedata
 from pathlib import Path
+from . import BenchmarkError
 
 
 def write_json(path: Path, data) -> None:
@@ -39,8 +40,6 @@ def _sync_folder(folder: Path) -> None:
 def inside(folder: Path, name, what: str) -> Path:
     """`name` (a file a card names) within `folder`, resolved: a path that leads outside it (absolute, with .., or
     through a symlink that points out) is refused, so a card never makes its reader open another file."""
-    from . import BenchmarkError
-
     if not isinstance(name, str) or not name:
         raise BenchmarkError(f"{what}: {name!r} is not a file name inside {folder}")
     base = Path(folder).resolve()

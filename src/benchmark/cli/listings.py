@@ -11,7 +11,11 @@ import json
 from pathlib import Path
 
 from .. import BenchmarkError
+from ..judge.train import shipped, trained_status
 from ..paths import CONF_DIR, TASKS_DIR
+from ..run.estimate import summary
+from ..run.runner import plan
+from ..submissions.base import task_registry
 
 GROUPS = {"tasks": TASKS_DIR, "models": CONF_DIR / "model", "judges": CONF_DIR / "judge",
           "attackers": CONF_DIR / "attacker"}
@@ -42,8 +46,6 @@ def describe(group: str) -> list[tuple[str, str]]:
     from omegaconf import OmegaConf
 
     if group == "tasks":
-        from ..submissions.base import task_registry
-
         return [(name, f"{t['language']}  {t['kind']:<16} {_first_sentence(t.get('description') or '')}")
                 for name, t in sorted(task_registry().items())]
     out = []
@@ -64,7 +66,6 @@ def listing(what: str | None = None) -> str:
         width = max((len(n) for n, _ in rows), default=0) + 2
         lines += [f"{group} ({GROUPS[group]}):"] + [f"  {name:<{width}}{line}" for name, line in rows] + [""]
         if group == "judges":  # the judges the suite trains: here or not, and how good
-            from ..judge.train import shipped, trained_status
 
             names = shipped()
             width = max(len(n) for n in names) + 2
@@ -76,9 +77,6 @@ def listing(what: str | None = None) -> str:
 def preview(cfg, n: int) -> str:
     """What a run would ask for its first n records: every request, to the model, the attacker and the judges (a
     judge's request shows where the model's answer goes). Plans the run (records, configs, hashes); loads no model."""
-    from ..run.estimate import summary
-    from ..run.runner import plan
-
     p = plan(cfg, pin=False)
     lines = [f"task {cfg.task.name} ({cfg.task.kind}), model {cfg.model.name}: {len(p.items)} records; the first "
              f"{min(n, len(p.items))}:", ""]

@@ -6,9 +6,10 @@ With `--multirun` each job of the sweep runs here too; a job that fails is repor
 
 import sys
 import traceback
+from pathlib import Path
 
 from .. import BenchmarkError
-from ..paths import CONF_DIR
+from ..paths import CONF_DIR, other_checkout
 from ..safe_yaml import check_config_dirs, search_path_folders
 
 
@@ -49,7 +50,7 @@ def _run_one(cfg, overrides: list[str], in_sweep: bool):
     except BenchmarkError as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         if in_sweep:
-            from . import sweep
+            from . import sweep  # imports Hydra: only in a sweep
 
             return sweep.job_result(cfg, error=str(e))
         sys.exit(2)
@@ -69,10 +70,6 @@ def _run_one(cfg, overrides: list[str], in_sweep: bool):
 
 
 def _warn_other_checkout() -> None:
-    from pathlib import Path
-
-    from ..paths import CONF_DIR, other_checkout
-
     other = other_checkout(Path.cwd())
     if other is not None:
         print(f"warning: this folder is inside the checkout {other}, but the installed suite reads its configs and "

@@ -22,20 +22,25 @@ from pathlib import Path
 
 import yaml
 
-from .. import BenchmarkError, __version__
-from .. import submissions as S
-from ..files import inside, write_json
-from ..identity import model_sha256
+from .. import __version__, BenchmarkError, submissions as S
+from ..composition import compose
+from ..config import JudgeConfig
+from ..files import inside, unportable, write_json
+from ..identity import card_sha256, model_sha256, sha256_json
+from ..kinds import make_kind
+from ..kinds.judging import NEAR_BOUNDARY
 from ..models.base import Backend, Reach
+from ..models.cached import Failure
 from ..models.registry import backend_class
+from ..run import scorecard
+from ..run.folder import read_samples
+from ..run.runner import POOL, pins, run
 from ..submissions.base import NAME, capped
 from ..submissions.checked import CheckStore
-from ..files import unportable
 from ..submissions.configs import full_config, model_config_node, read_yaml
 from ..submissions.privacy import scrub
 from ..submissions.rules import check_card
 from ..submissions.samples import strip_sample, task_strings, write_samples
-from ..identity import card_sha256
 from ..submissions.signing import keygen, sign, verified_from
 
 
@@ -43,14 +48,11 @@ def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None =
             replace: bool = False) -> tuple[Path, Path | None]:
     """Copy a run's card, its model config and its samples (without the data's texts) into `to/<model>/`. Returns
     the card's path and the card it replaced, if any; a signed card is replaced only with `replace`."""
-    from ..run.folder import read_samples
-    from ..run.scorecard import validate
-
     card_path = run_dir / "scorecard.json"
     if not card_path.is_file():
         raise BenchmarkError(f"{run_dir}: no scorecard.json; package a finished run's folder")
     card = S.read_card(card_path)
-    validate(card, str(card_path))
+    scorecard.validate(card, str(card_path))
     if card["run"]["limit"] is not None:
         raise BenchmarkError(f"{card_path}: run.limit={card['run']['limit']}: a published card covers the whole split;"
                              " run again without limit=")
@@ -180,10 +182,6 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
     configs (a fresh cache: the models really answer; endpoints and keys the verifier's own) and compare outputs,
     verdicts, gold labels and groups with the submitted samples. With a verifier's private key the result is signed
     and written into the card as `verification`; without one it is only returned."""
-    from ..kinds import make_kind
-    from ..run.folder import read_samples
-    from ..run.runner import run
-
     loaded = S.load_folder(card_path.parent, True, allow_remote_code, only=card_path, data_root=data_root)
     if loaded.rejected:
         raise BenchmarkError("the card does not validate; fix it before verifying:\n  " +
@@ -222,9 +220,6 @@ def _rerun_config(card: dict, configs: dict, ids: list[str], tmp: Path, data_roo
     """The run that re-asks the card's models for the chosen records: the card's task, seed and configs (with the
     verifier's endpoints), a fresh cache."""
     from omegaconf import OmegaConf, open_dict
-
-    from ..config import JudgeConfig
-    from ..composition import compose
 
     cfg = compose([f"task={card['task']['name']}", f"output_dir={tmp}/run", f"cache_dir={tmp}/cache",
                    f"seed={card['run']['seed']}", "bootstrap=10", "progress=false",
@@ -282,8 +277,6 @@ def _compared(kind, ids: list[str], submitted: dict, rerun: dict, card: dict, re
 def _near_boundary(sample: dict) -> bool:
     """Whether any vote in the verifier's own sample came within NEAR_BOUNDARY of its judge's decision boundary (the
     submitted sample's margins are not read: a submitter could claim any)."""
-    from ..kinds.judging import NEAR_BOUNDARY
-
     def votes(node):
         if isinstance(node, dict):
             if isinstance(node.get("votes"), dict):
@@ -314,9 +307,6 @@ class _Recalled(Backend):
         self.answers, self.seed, self.answer_shape = answers, seed, shape
 
     def generate(self, conversations, generation, seeds=None):
-        from ..identity import sha256_json
-        from ..models.cached import Failure
-
         out = []
         for i, messages in enumerate(conversations):
             sample = seeds[i] - self.seed if seeds else 0  # the run's seed plus the sample's number
@@ -334,8 +324,6 @@ def recall(card_path: Path, data_root: str | None, cache_dir: Path) -> int:
     every answer with today's judges. The answers are as trustworthy as the card; verify re-runs a random sample of
     records live. For cards whose samples record one prompt and its responses (kind attack). Returns the answers
     cached."""
-    from ..run.runner import POOL, run
-
     loaded = S.load_folder(card_path.parent, True, False, only=card_path, data_root=data_root)
     if loaded.rejected:
         raise BenchmarkError("the card does not validate; fix it before recalling its answers:\n  " +
@@ -433,8 +421,6 @@ def _command(command: str, args) -> int:
         print(f"{valid} valid score card(s), {len(problems)} problem(s)")
         return 1 if problems or not valid else 0
     elif command == "pin":
-        from ..run.runner import pins
-
         block = {"pinned": pins(args.task, args.data_root)}
         print(yaml.safe_dump(block, sort_keys=False, default_flow_style=None), end="")
     elif command == "recall":

@@ -17,13 +17,13 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 from omegaconf import OmegaConf
 
-from .. import BenchmarkError
-from .. import metrics as M
-from ..models.cached import Failure
+from .. import BenchmarkError, metrics as M
 from ..labelled import measured_in
+from ..models.cached import Failure
 from ..models.requests import Generate, Replay
 from .base import Kind, Roles
 from .common import RefusalPhrases, plain, render_messages, variables
+from .derived import panel_problems, votes_of
 from .judging import JudgeStepConfig, JudgingValidation, check_tie, describe_step, make_step, run_panel
 
 
@@ -83,8 +83,6 @@ class Attack(Kind):
         self.replayed = model_cfg.backend == "replay"  # recorded answers: a record may have none, or fewer than k
 
     def derivation_problems(self, sample: dict) -> list[tuple[str, str]]:
-        from .derived import panel_problems
-
         responses = sample.get("responses")
         if not isinstance(responses, list) or any(not isinstance(r, dict) for r in responses):
             return [("responses", "is not a list of response objects")]
@@ -138,8 +136,6 @@ class Attack(Kind):
     @staticmethod
     def judgements(sample: dict):
         """Whether the record was matched, and each response's votes."""
-        from .derived import votes_of
-
         return [sample.get("unmatched"), [votes_of(r.get("judgements")) for r in sample.get("responses", [])]]
 
     @staticmethod

@@ -20,8 +20,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 from omegaconf import MISSING, OmegaConf
 
-from .. import BenchmarkError
-from .. import metrics as M
+from .. import BenchmarkError, metrics as M
 from ..config import ADDED, DataConfig, Message
 from ..data import Records, load_rows
 from ..identity import records_sha256
@@ -29,11 +28,11 @@ from ..models.cached import Failure
 from ..models.requests import Generate, Replay
 from ..templates import render
 from .attack import NONE, PLACEHOLDER, corrected, slug
-from .judging import (JudgeStepConfig, JudgingValidation, check_tie, describe_step, judge_step,
-                      make_step, run_panel)
 from .base import Kind, MetricSpec, Roles, Said, Transcript
 from .common import RefusalPhrases, plain
 from .conversation import Conversation, attacker_history, said_to_target, target_view
+from .derived import judgement_problems, panel_problems, votes_of
+from .judging import JudgeStepConfig, JudgingValidation, check_tie, describe_step, judge_step, make_step, run_panel
 
 
 @dataclass
@@ -232,8 +231,6 @@ class DialogueAttack(Kind):
     @staticmethod
     def judgements(sample: dict):
         """Each turn's votes on the target's reply and on the attacker's utterance."""
-        from .derived import votes_of
-
         return [[votes_of(t.get("judgements")), votes_of(t.get("attacker_judgements"))]
                 for t in sample.get("turns", [])]
 
@@ -336,8 +333,6 @@ class DialogueAttack(Kind):
         return []
 
     def _judging_problems(self, turns: list[dict]) -> list[tuple[str, str]]:
-        from .derived import judgement_problems, panel_problems
-
         problems = []
         for i, t in enumerate(turns):
             at = f"turns[{i}]"

@@ -9,6 +9,7 @@ from omegaconf import OmegaConf
 from .. import BenchmarkError
 from ..config import ModelConfig
 from ..identity import essential
+from .usage import TOKENIZER
 
 
 class Reach(str, Enum):
@@ -126,8 +127,6 @@ class Backend:
     def counted_by(cls, cfg) -> frozenset[str]:
         """Who counts this config's tokens (models.usage: "tokenizer", "api"): a backend with its own `usage`
         counts with its tokenizer; one without counts nothing. A card claiming another counter is refused."""
-        from .usage import TOKENIZER
-
         return frozenset({TOKENIZER}) if cls.usage is not Backend.usage else frozenset()
 
     def usage(self, requests: list, answers: list) -> list:

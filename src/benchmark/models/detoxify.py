@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .. import BenchmarkError
 from .base import CLASSIFIER_FIELDS, Backend, Reach, above_threshold, utterance_texts
+from .weights import local_weights
 
 
 class DetoxifyBackend(Backend):
@@ -38,8 +39,6 @@ class DetoxifyBackend(Backend):
 
     @classmethod
     def local_weights(cls, cfg):
-        from .weights import local_weights
-
         return local_weights(cfg)  # the checkpoint file
 
     @classmethod

@@ -21,6 +21,7 @@ import numpy as np
 from .. import BenchmarkError
 from ..files import write_json
 from ..identity import file_sha256
+from .weights import unpacked
 
 
 @dataclass
@@ -56,8 +57,6 @@ def resolve_encoder(name: str) -> str:
     if Path(name).expanduser().is_dir():
         return str(Path(name).expanduser())
     if name in SPLIT_COPIES:
-        from .weights import unpacked
-
         return str(unpacked(*SPLIT_COPIES[name]))
     if name in OFFLINE_COPIES:
         module, sub, _ = OFFLINE_COPIES[name]

@@ -18,25 +18,26 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from .. import BenchmarkError, __version__
-from . import scorecard
-from .budget import Budget
-from .estimate import per_record
+from .. import __version__, BenchmarkError
 from ..cache import ResponseCache
-from .collector import long_lived
 from ..composition import compose, task_schema
-from ..files import write_json
 from ..data import Records
-from ..kinds import Kind, make_kind
-from ..kinds.base import Roles
+from ..files import write_json
 from ..identity import model_sha256, reference_sha256, task_sha256
+from ..kinds import Kind, make_kind, score
+from ..kinds.base import Roles
 from ..models import pin_content
-from ..models.registry import backend_class, chunk_size
 from ..models.base import counts_tokens
 from ..models.cached import CachedModel
+from ..models.registry import backend_class, chunk_size
+from . import scorecard
+from .budget import Budget
+from .collector import long_lived
+from .estimate import per_record
+from .folder import (append, check_manifest, check_name, lock_folder, prepare_dir, read_json, read_samples, run_dir_for,
+                     sample_settings, write_in_order)
 from .progress import Progress
 from .roles import NOT_MEASURED, BackendPool, attacker_config, judge_facts, judge_panel, judging_validation
-from .folder import append, check_manifest, check_name, lock_folder, prepare_dir, read_json, read_samples, run_dir_for, sample_settings, write_in_order
 
 POOL = BackendPool()  # the backends this process keeps loaded between runs
 
@@ -312,7 +313,6 @@ def run(cfg, overrides: list[str] | None = None) -> tuple[dict, Path]:
     started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat(timespec="seconds")
     p = plan(cfg)
     done = execute(p)
-    from ..kinds import score
 
     metrics, breakdown = score(p.kind, done.samples, cfg.bootstrap, cfg.seed, done.validation)
     samples_path = p.run_dir / "samples.jsonl"

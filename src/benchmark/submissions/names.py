@@ -35,9 +35,14 @@ import weakref
 from collections import OrderedDict
 from pathlib import Path
 
+from .. import BenchmarkError
 from ..identity import file_sha256, sha256_json
+from ..kinds import kind_class
+from ..submissions.signing import verification_problems
 from . import checked
-from .base import CARD_SUFFIX, MAX_FILES, SAMPLES_SUFFIX, Problem, name_key
+from .base import CARD_SUFFIX, MAX_FILES, SAMPLES_SUFFIX, Problem, name_key, task_registry
+from .card import card_bytes, parse_card
+from .samples import DATA_KEYS, read_samples
 
 # ---------------------------------------------------------------------------------------------------- look-alikes
 
@@ -192,9 +197,6 @@ def _card_paths(folder: Path) -> list[Path]:
 
 def _verified(path: Path) -> bool:
     """Whether the card is verified by a listed verifier key (its signature over the card as it is)."""
-    from . import card_bytes, parse_card
-    from ..submissions.signing import verification_problems
-
     try:
         card = parse_card(path, card_bytes(path))
         block = card.get("verification")
@@ -257,11 +259,6 @@ def _outputs_sha256(path: Path, sha: str, task: str, store=None) -> str | None:
 def _read_outputs(path: Path, task: str) -> tuple[str | None, str | None]:
     """The outputs' hash (None: not a readable samples file of a known task) and the sha256 of the file as it was
     before it was read and still is after (None: it changed, or cannot be read)."""
-    from .. import BenchmarkError
-    from ..kinds import kind_class
-    from .base import task_registry
-    from .samples import DATA_KEYS, read_samples
-
     try:
         before = file_sha256(path)
         known = task_registry().get(task)
