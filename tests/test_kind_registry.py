@@ -125,3 +125,14 @@ def test_two_kinds_cannot_share_a_section(registered):
 
     with pytest.raises(BenchmarkError, match="section 'flagging' is kind flagged_share's"):
         register(Other)
+
+
+def test_a_built_in_kind_is_one_module_as_this_one_is():
+    """Each built-in kind's section config lives in the kind's own module, as Flagged's does here: no other file of
+    the suite names a kind's section."""
+    from benchmark.kinds.attack import Attack
+    from benchmark.kinds.classify import Classify
+    from benchmark.kinds.dialogue import DialogueAttack
+
+    for kind in (Classify, Attack, DialogueAttack, Flagged):
+        assert kind.section_schema.__module__ == kind.__module__, kind.name

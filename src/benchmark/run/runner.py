@@ -133,7 +133,10 @@ def plan(cfg, pin: bool = True) -> Plan:
     voters, judge_cfgs = judge_panel(cfg, kind)
     attacker_cfg = attacker_config(cfg, kind)
     for config in (model_cfg, *judge_cfgs.values(), *([attacker_cfg] if attacker_cfg is not None else [])):
-        backend_class(config).check_fields(config)
+        stray = backend_class(config).stray_fields(config)
+        if stray:  # an engine swapped by an override often leaves the other engine's settings: said, not refused
+            print(f"warning: model {config.name}: backend {config.backend} does not read "
+                  f"{', '.join(f'model.{k}' for k in stray)}: ignored", file=sys.stderr, flush=True)
         if pin:
             pin_content(config, cfg.data_root)  # local weights too: their fingerprint joins the config's hash
     hashes = {"model": model_sha256(model_cfg), "task": task_sha256(OmegaConf.to_container(task, resolve=True),
