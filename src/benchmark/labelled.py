@@ -1,5 +1,5 @@
 """The human-labelled sets judges are measured on, as conf/judge_validation.yaml declares them (read once per
-process): below the kinds, which name a set's language on a card, and validity.py, which measures judges on them."""
+process): below the kinds, which name a set's language on a card, and run/validity.py, which measures judges on them."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ imitate a published model's name, and its cards are not a published model's resu
 
 - Portable names (`unportable`): no device name Windows reserves (CON, PRN, AUX, NUL, COM0-9, LPT0-9, CONIN$,
   CONOUT$, CLOCK$, in any case, with any extension), none of < > : " / \\ | ? *, no control character, no dot or
-  space at the end, at most 100 characters. `run_folder.check_name` and packaging refuse such a name too.
+  space at the end, at most 100 characters. `run/folder.py` `check_name` and packaging refuse such a name too.
 - Look-alike names (`skeleton`): two names that read the same once look-alike characters are read as one (a
   TR39-style skeleton: compatibility forms and accents apart and dropped, invisible characters dropped, Cyrillic,
   Greek and other Latin look-alikes read as the Latin letter, case folded, then 0 as o, 1, I, i and | as l, 5 as s,
