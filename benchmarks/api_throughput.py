@@ -60,9 +60,9 @@ def main() -> None:
     logging.getLogger("lm_eval").setLevel(logging.ERROR)
     from conftest import ServeError, build_tiny_model, start_chat_server
 
-    from benchmark import runner
-    from benchmark.runner import run
-    from benchmark.schema import compose
+    from benchmark.run import runner
+    from benchmark.run.runner import run
+    from benchmark.composition import compose
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

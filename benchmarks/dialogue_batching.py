@@ -32,8 +32,8 @@ def main() -> None:
 
     from conftest import build_tiny_model
 
-    from benchmark.runner import run
-    from benchmark.schema import compose
+    from benchmark.run.runner import run
+    from benchmark.composition import compose
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -78,8 +78,8 @@ def against_lm_eval(work: Path, data_root: Path, limit: int, batch_size: int, ge
     from omegaconf import OmegaConf
 
     from benchmark.paths import CONF_DIR, TASKS_DIR
-    from benchmark.runner import run
-    from benchmark.schema import register
+    from benchmark.run.runner import run
+    from benchmark.composition import register
     from conftest import build_tiny_model
 
     model_dir = build_tiny_model(work / "tiny")

@@ -101,7 +101,7 @@ def messages_of(model: str, workload: str, n: int, data_root: str) -> dict[str, 
 
     from benchmark.data import load_records
     from benchmark.kinds.common import render_messages
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     task = OmegaConf.to_object(compose([f"task={WORKLOADS[workload][0]}", f"data_root={data_root}"]).task)
     return {r["id"]: render_messages(task, r) for r in load_records(task, data_root).items[:n]}
@@ -130,7 +130,7 @@ def reference_child(args) -> None:
 
 def reference(model: str, workload: str, n: int, data_root: str, threads: int, tmp: Path) -> Measured:
     from benchmark.models.llamacpp import gguf_path
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     cfg = compose([f"model={model}", "model.backend=llama-cpp"]).model
     new = 32 if workload == "classify" else 64

@@ -31,7 +31,7 @@ def prompts(task_name: str, n: int, data_root: str, tokenizer) -> list[str]:
 
     from benchmark.data import load_records
     from benchmark.kinds.common import render_messages
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     task = OmegaConf.to_object(compose([f"task={task_name}"]).task)
     records = load_records(task, data_root).items[:n]
@@ -74,8 +74,8 @@ def lm_eval_generate(lm, texts: list[str], new: int) -> tuple[float, list[str]]:
 def suite_run(model: str, task: str, data_root: str, n: int, batch: int, new: int,
               work: Path) -> tuple[float, list[str]]:
     """The runner end to end on the first n records, the model loaded beforehand (a kept backend)."""
-    from benchmark.runner import run
-    from benchmark.schema import compose
+    from benchmark.run.runner import run
+    from benchmark.composition import compose
 
     common = [f"model={model}", f"task={task}", f"data_root={data_root}", f"model.batch_size={batch}",
               f"model.generation.max_new_tokens={new}", "progress=false", f"results_dir={work}"]
@@ -103,7 +103,7 @@ def main() -> None:
     from benchmark.models import load_backend
     from benchmark.models.generation import PrefixCachedGenerator
     from benchmark.models.weights import dequantised
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     cfg = compose([f"model={args.model}"]).model
     folder = dequantised(cfg)

@@ -40,7 +40,7 @@ def main() -> None:
     args = p.parse_args()
 
     from benchmark.models import load_backend
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     backend = load_backend(compose([f"model={args.model}"]).model, False)
     asks = [(topic, lang, text) for topic, by_lang in REQUESTS.items() for lang, text in by_lang.items()]

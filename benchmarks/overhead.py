@@ -43,7 +43,7 @@ replay:
 
 
 def compose(work: Path, *overrides: str):
-    from benchmark.schema import compose as compose_run
+    from benchmark.composition import compose as compose_run
 
     return compose_run([f"hydra.searchpath=[file://{work / 'conf'}]", "progress=false", *overrides])
 
@@ -118,11 +118,11 @@ def grouped(prof: cProfile.Profile, total: float) -> list[tuple[str, float]]:
         ("bootstrap", bootstrap),
         ("writing (samples, card, hashes)",
          _ct(s, b + "runner.py", "_append") + _ct_from(s, "json/__init__.py", "dumps", b + "runner.py")
-         + _ct(s, b + "scorecard.py", "write") - validation + _ct(s, b + "hashing.py", "file_sha256")
+         + _ct(s, b + "scorecard.py", "write") - validation + _ct(s, b + "identity.py", "file_sha256")
          + _ct(s, b + "runner.py", "_prepare_dir") + _ct(s, b + "runner.py", "_check_manifest")),
         ("card validation (JSON Schema)", validation),
         ("loading records (datasets, resume)", _ct(s, b + "data.py", "load_records") + _ct(s, b + "runner.py", "read_samples")),
-        ("config hashes", _ct(s, b + "models/__init__.py", "model_sha256") + _ct_from(s, b + "hashing.py", "sha256_json",
+        ("config hashes", _ct(s, b + "identity.py", "model_sha256") + _ct_from(s, b + "identity.py", "sha256_json",
                                                                                     b + "runner.py")),
         ("run facts (library versions, git commit)", _ct(s, b + "scorecard.py", "versions")
          + _ct(s, b + "scorecard.py", "git_commit")),
@@ -140,7 +140,7 @@ def top_suite_entries(prof: cProfile.Profile, n: int = 8) -> list[tuple[str, flo
 
 
 def suite_against_model(work: Path, data_root: Path, name: str, overrides: list[str]) -> dict:
-    from benchmark.runner import run
+    from benchmark.run.runner import run
 
     slug = "".join(c if c.isalnum() else "-" for c in name)
     suites, models = [], []
@@ -178,7 +178,7 @@ def rerun(work: Path, data_root: Path) -> dict:
             sys.exit(proc.stderr)
         cards.append(json.loads((work / proc.stdout.strip().splitlines()[-1].split("score card: ")[1]).read_text()))
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import benchmark.runner, hydra"], check=True)
+    subprocess.run([sys.executable, "-c", "import benchmark.run.runner, hydra"], check=True)
     bare = time.perf_counter() - start
     return {"first_s": walls[0], "again_s": walls[1], "first_calls": cards[0]["run"]["model_calls"],
             "again_calls": cards[1]["run"]["model_calls"], "again_run_s": cards[1]["run"]["wall_s"],
@@ -226,14 +226,14 @@ def main() -> None:
 
     from conftest import build_tiny_model
 
-    import benchmark.runner  # noqa: F401
+    import benchmark.run.runner  # noqa: F401
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "conf" / "model").mkdir(parents=True)
         (work / "conf" / "model" / "diasafety-replay.yaml").write_text(REPLAY_MODEL)
         tiny = build_tiny_model(work / "tiny")
-        from benchmark.runner import run
+        from benchmark.run.runner import run
 
         run(compose(work, f"data_root={data_root}", "model=diasafety-replay", f"results_dir={work / 'warm'}",
                     "limit=10"))  # first-time costs (the datasets cache of the file) are not the suite's
@@ -267,7 +267,7 @@ def main() -> None:
         print(f"\n== rerun of a finished run (python -m benchmark, {re_['resumed']} records)")
         print(f"first run {re_['first_s']:.2f} s, {re_['first_calls']} model calls; rerun {re_['again_s']:.2f} s "
               f"({re_['again_run_s']:.2f} s in the runner, the rest is interpreter and imports: "
-              f"`import benchmark.runner, hydra` alone takes {re_['imports_s']:.2f} s), {re_['again_calls']} model "
+              f"`import benchmark.run.runner, hydra` alone takes {re_['imports_s']:.2f} s), {re_['again_calls']} model "
               f"calls; same metrics: {re_['same_metrics']}")
         boot = bootstrap_figures(work, data_root)
         print(f"== bootstrap: every DiaSafety metric of a card ({boot['metrics']}, with breakdowns), 10k samples x "

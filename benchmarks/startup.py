@@ -83,9 +83,10 @@ assert SCRIPT_COLLECTOR.count("gc.freeze()") == 2
 STAGES = r"""
 import json, time
 t = time.perf_counter()
-from benchmark import kinds, runner, scorecard
-from benchmark.report import table
-from benchmark.schema import compose
+from benchmark import kinds
+from benchmark.run import runner, scorecard
+from benchmark.run.report import table
+from benchmark.composition import compose
 took = {"imports": time.perf_counter() - t}
 
 def timing(owner, name, label):

@@ -165,7 +165,7 @@ def smollm2(weights_cache) -> Path:
 
     from benchmark import BenchmarkError
     from benchmark.models.weights import locate
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     if find_spec("gguf") is None:
         pytest.skip("the gguf package is not installed (pip install gguf): SmolLM2's GGUF weights cannot be read")
@@ -188,7 +188,7 @@ def qwen(weights_cache) -> Path:
 
     from benchmark import BenchmarkError
     from benchmark.models.weights import PiecesMissing, is_weights_piece, locate, pieces
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     if find_spec("gguf") is None:
         pytest.skip("the gguf package is not installed (pip install gguf): Qwen's GGUF weights cannot be read")
@@ -210,7 +210,7 @@ def smollm2_server(smollm2):
     import shutil
 
     from benchmark.models.weights import dequantised
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     if shutil.which("transformers") is None:
         pytest.skip("the `transformers` command is not installed (pip install 'transformers[serving]')")
@@ -229,7 +229,7 @@ def smollm2_server(smollm2):
 @pytest.fixture
 def compose(tmp_path):
     """Compose the run config as the command line would, with results and cache inside the test's folder."""
-    from benchmark.schema import compose as compose_run
+    from benchmark.composition import compose as compose_run
 
     def _compose(*overrides: str):
         return compose_run([f"results_dir={tmp_path / 'results'}", "progress=false", *overrides], keep=False)

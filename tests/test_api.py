@@ -5,7 +5,7 @@ import re
 
 from test_dialogue import compose_scripted, scripted  # noqa: F401  (scripted: a fixture, the seed data)
 
-from benchmark.runner import run
+from benchmark.run.runner import run
 
 
 def api_model(server, tiny_model):
@@ -17,7 +17,7 @@ def api_model(server, tiny_model):
 def test_diasafety_through_the_api(compose, chat_server, tiny_model, data_root):
     prices = ("model.prices.input_per_million=2.5", "model.prices.output_per_million=10", "model.prices.currency=EUR",
               f"model.tokenizer={tiny_model}")
-    from benchmark.catalog import preview
+    from benchmark.cli.listings import preview
 
     before = preview(compose(*api_model(chat_server, tiny_model), "limit=4", *prices), 0)  # asks nothing
     card, path = run(compose(*api_model(chat_server, tiny_model), "limit=4", *prices))

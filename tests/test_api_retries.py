@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from benchmark.report import table
-from benchmark.runner import run
+from benchmark.run.report import table
+from benchmark.run.runner import run
 
 
 def completion(text: str) -> dict:

@@ -8,7 +8,7 @@ import pytest
 from conftest import synthetic_diasafety
 
 from benchmark import BenchmarkError
-from benchmark.runner import run
+from benchmark.run.runner import run
 
 # deterministic judges: the utterance step flags "idiot", the context step flags "pills"
 KEYWORD_JUDGES = [

@@ -11,7 +11,7 @@ import pytest
 
 from benchmark import BenchmarkError
 from benchmark.models.registry import backend_class, known_backend
-from benchmark.runner import run
+from benchmark.run.runner import run
 
 PLUGIN = '''
 from benchmark.models.base import Backend
@@ -131,3 +131,24 @@ def test_a_classifier_on_a_task_with_its_own_labels(compose, tmp_path, mapped):
         return
     card, _ = run(cfg)
     assert card["metrics"]["invalid_rate"]["value"] == 0 and card["metrics"]["accuracy"]["value"] == 1.0
+
+
+def test_each_backend_declares_its_kind_and_the_fields_its_shipped_configs_set(compose):
+    """Every shipped model, judge and attacker config sets only fields its backend declares it reads, and the kind
+    of model the board shows comes from the backend's own declaration."""
+    from benchmark.models.registry import BUILTIN, backend_class, model_kind
+    from benchmark.paths import CONF_DIR
+
+    configs = [compose(f"model={p.stem}").model for p in sorted((CONF_DIR / "model").glob("*.yaml"))]
+    configs += [compose(f"attacker={p.stem}").attacker for p in sorted((CONF_DIR / "attacker").glob("*.yaml"))]
+    configs += [m for p in sorted((CONF_DIR / "judge").glob("*.yaml")) for m in compose(f"judge={p.stem}").judge.models.values()]
+    assert {c.backend for c in configs} >= {"hf", "llama-cpp", "profanity-check", "replay", "trained-classifier"}
+    assert [(c.name, c.backend, backend_class(c).stray_fields(c)) for c in configs
+            if backend_class(c).stray_fields(c)] == []
+    swapped = compose("model=profanity-check", "model.backend=keywords", "model.phrases=[x]", "model.threshold=0.3").model
+    assert backend_class(swapped).stray_fields(swapped) == ["threshold"]
+    assert {name: model_kind(name) for name in BUILTIN} == {
+        "hf": "LLM", "vllm": "LLM", "local-chat-completions": "LLM", "llama-cpp": "LLM", "profanity-check": "classifier",
+        "detoxify": "classifier", "diasafety-detector": "classifier", "trained-classifier": "classifier",
+        "keywords": "classifier", "replay": "recorded answers"}
+    assert model_kind("lm-eval:anything") == "LLM" and model_kind("not-installed") == "other"

@@ -6,7 +6,8 @@ import sqlite3
 
 import pytest
 
-from benchmark.cache import ResponseCache, request_key
+from benchmark.cache import ResponseCache
+from benchmark.identity import request_key
 from benchmark.models.requests import Classify
 
 WRITERS = 4

@@ -47,7 +47,7 @@ def _counting(monkeypatch, module, name: str) -> list:
 def test_a_card_is_checked_once_and_again_only_when_its_bytes_change(tmp_path, monkeypatch):
     _published(tmp_path / "subs")
     store_path = tmp_path / "checks.sqlite"
-    checks = _counting(monkeypatch, S, "check_card")
+    checks = _counting(monkeypatch, S.loading, "check_card")
     first = S.load(tmp_path / "subs", thorough=True, store=CheckStore(store_path))
     assert len(first.cards) == 1 and not first.rejected and len(checks) == 1
     again = S.load(tmp_path / "subs", thorough=True, store=CheckStore(store_path))  # another process, the same file
@@ -68,12 +68,12 @@ def test_a_card_is_checked_once_and_again_only_when_its_bytes_change(tmp_path, m
 
 
 def test_validate_leaves_the_board_nothing_to_check(tmp_path, monkeypatch):
-    from benchmark.submit import validate
+    from benchmark.cli.submit import validate
 
     _published(tmp_path / "subs")
     monkeypatch.setenv("BENCHMARK_CHECKS", str(tmp_path / "checks.sqlite"))
     assert validate([tmp_path / "subs"]) == (1, [])
-    checks = _counting(monkeypatch, S, "check_card")
+    checks = _counting(monkeypatch, S.loading, "check_card")
     assert len(S.load(tmp_path / "subs", thorough=True, store=CheckStore()).cards) == 1 and checks == []
     assert validate([tmp_path / "subs"]) == (1, []) and len(checks) == 1  # validate itself always checks
 
@@ -160,7 +160,8 @@ def test_a_board_with_results_kept_reads_no_card_whole_until_a_page_shows_it(tmp
     import streamlit as st
 
     st.cache_resource.clear()  # a new server process: the results on disk only
-    read = _counting(monkeypatch, S, "card_bytes")
+    read = _counting(monkeypatch, S.card, "card_bytes")  # a page reading a card, and the loader (below) alike
+    monkeypatch.setattr(S.loading, "card_bytes", S.card.card_bytes)
     again = AppTest.from_file(str(APP), default_timeout=120).run()
     assert not again.exception and again.dataframe[0].value.equals(shown)
     assert read == []  # the overview from the kept summaries: no card file read

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from benchmark import collector
+from benchmark.run import collector
 
 
 def test_in_process_callers_keep_the_collector_as_it_was():
@@ -24,7 +24,7 @@ def test_in_process_callers_keep_the_collector_as_it_was():
 def test_a_one_command_process_loads_without_collecting_then_freezes_what_it_loaded():
     code = """
 import gc
-from benchmark import collector
+from benchmark.run import collector
 collector.one_command()
 with collector.long_lived():
     paused = not gc.isenabled()
@@ -44,7 +44,7 @@ print(paused, gc.isenabled(), frozen, found >= 10)
 def test_collection_stays_off_where_the_caller_had_turned_it_off():
     code = """
 import gc
-from benchmark import collector
+from benchmark.run import collector
 collector.one_command()
 gc.disable()
 with collector.long_lived():
@@ -60,7 +60,7 @@ def test_garbage_left_in_cycles_while_loading_is_collected_not_frozen():
     object is never collected, so that garbage must go before the rest is frozen."""
     code = """
 import gc, weakref
-from benchmark import collector
+from benchmark.run import collector
 collector.one_command()
 class Weights:
     pass
@@ -80,8 +80,8 @@ print(gone() is None, gc.get_freeze_count() > 0, kept is not None)
 def test_a_run_freezes_its_backend_only_in_a_one_command_process(one_command, data_root, tmp_path):
     code = f"""
 import gc
-from benchmark import collector, runner
-from benchmark.schema import compose
+from benchmark.run import collector, runner
+from benchmark.composition import compose
 if {one_command}:
     collector.one_command()
 runner.run(compose(["limit=5", "progress=false", "results_dir={tmp_path}"], keep=False))

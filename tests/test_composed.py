@@ -9,8 +9,8 @@ import pytest
 from omegaconf import OmegaConf
 from omegaconf.errors import ConfigAttributeError
 
-import benchmark.schema as S
-from benchmark.runner import _plain_task
+import benchmark.composition as S
+from benchmark.run.runner import _plain_task
 
 
 @pytest.fixture

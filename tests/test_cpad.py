@@ -45,7 +45,7 @@ def run_with_goal_judge(compose, tmp_path, model: str, *overrides):
     the card and the path of its samples' run."""
     import yaml
 
-    from benchmark.runner import run
+    from benchmark.run.runner import run
 
     root, conf = tmp_path / "data", tmp_path / "conf"
     write_fixture(root)

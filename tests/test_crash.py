@@ -11,7 +11,7 @@ import pytest
 from conftest import complete_lines, kill_mid_run, run_cli
 
 from benchmark import BenchmarkError
-from benchmark.runner import run
+from benchmark.run.runner import run
 
 N = 300  # records
 KILL_AFTER = 25  # samples on disk before the kill
@@ -81,7 +81,7 @@ def test_a_second_run_into_the_same_folder_waits_for_none_and_says_why(compose, 
     import fcntl
 
     from benchmark import BenchmarkError
-    from benchmark.runner import run
+    from benchmark.run.runner import run
 
     out = tmp_path / "shared-run"
     card, _ = run(compose("model=profanity-check", "limit=5", f"output_dir={out}"))

@@ -175,7 +175,7 @@ def trained_detector(tmp_path_factory, tiny_encoder):
 
 
 def test_detector_as_a_model_writes_a_score_card(trained_detector, compose):
-    from benchmark.runner import run
+    from benchmark.run.runner import run
 
     root, out = trained_detector
     cfg = compose("model=diasafety-detector", f"model.pretrained={out}", "model.sha256=null", "task=diasafety",
@@ -189,7 +189,7 @@ def test_detector_as_a_model_writes_a_score_card(trained_detector, compose):
 
 def test_a_detector_you_trained_judges_a_run_under_its_own_hash(trained_detector, compose, data_root):
     from benchmark.models.encoders import artifact_sha256
-    from benchmark.runner import run
+    from benchmark.run.runner import run
     from benchmark.submissions.panel import panel_status
 
     _, out = trained_detector
@@ -203,7 +203,7 @@ def test_a_detector_you_trained_judges_a_run_under_its_own_hash(trained_detector
 
 
 def test_missing_checkpoint_is_one_clear_error(compose, tmp_path, synthetic_root, monkeypatch):
-    from benchmark.runner import run
+    from benchmark.run.runner import run
 
     cfg = compose("model=diasafety-detector", f"model.pretrained={tmp_path / 'nothing'}", "task=diasafety",
                   f"data_root={synthetic_root}")
@@ -241,7 +241,7 @@ def detoxify_checkpoint(tmp_path_factory, tiny_encoder):
 
 
 def test_detoxify_backend_and_report_rows(detoxify_checkpoint, tiny_encoder, compose, synthetic_root, tmp_path):
-    from benchmark.runner import run
+    from benchmark.run.runner import run
 
     card, path = run(compose("model=detoxify", f"model.pretrained={detoxify_checkpoint}",
                              f"+model.args.huggingface_config_path={tiny_encoder}", "task=diasafety",
@@ -271,7 +271,7 @@ def _train_cfg(*overrides):
     from hydra import compose, initialize_config_dir
 
     from benchmark.paths import CONF_DIR
-    from benchmark.schema import register
+    from benchmark.judge.config import register
 
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from benchmark.runner import run
+from benchmark.run.runner import run
 
 # seed -> (target's reply to it, then (attacker, target) per later turn)
 SCRIPT = {
@@ -52,7 +52,7 @@ def scripted(tmp_path):
 
 
 def compose_scripted(tmp_path, root, conf, *overrides):
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     return compose([f"hydra.searchpath=[file://{conf}]", "task=scripted", "model=scripted-target", "attacker=scripted",
                     f"data_root={root}", f"results_dir={tmp_path / 'results'}", "progress=false", "bootstrap=200",
@@ -87,7 +87,7 @@ def test_every_metric_by_hand(scripted):
 
 
 def test_turns_are_batched(scripted):
-    from benchmark import runner
+    from benchmark.run import runner
 
     seen = {}
     original = runner.CachedModel._answer

@@ -10,7 +10,7 @@ import pytest
 from conftest import run_cli
 
 from benchmark import BenchmarkError
-from benchmark.runner import run
+from benchmark.run.runner import run
 
 
 def test_unknown_model_lists_the_available_ones(tmp_path):
@@ -177,7 +177,7 @@ def test_unreadable_data_file_names_the_path(compose, tmp_path):
 
 
 def _no_model_may_load(monkeypatch):
-    from benchmark import roles
+    from benchmark.run import roles
 
     monkeypatch.setattr(roles, "load_backend", lambda *a, **k: pytest.fail("a model was loaded before the check"))
 
@@ -194,7 +194,7 @@ def test_unwritable_output_folder_on_the_command_line(tmp_path, data_root):
 def test_full_disk_fails_before_any_model_is_loaded(compose, data_root, tmp_path, monkeypatch, where):
     import shutil
 
-    from benchmark import run_folder
+    from benchmark.run import folder as run_folder
 
     out, cache = tmp_path / "out", tmp_path / "cache"
     full = out if where == "output" else cache

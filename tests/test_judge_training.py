@@ -10,7 +10,8 @@ import pytest
 
 from benchmark import BenchmarkError
 from benchmark.models.classifier import MANIFEST
-from benchmark.schema import DataConfig, TrainSplit, ValidationSet
+from benchmark.config import DataConfig
+from benchmark.labelled import TrainSplit, ValidationSet
 
 TOXIC = ["you are a stupid idiot", "I hate you and your family", "go away you worthless idiot", "shut up stupid"]
 CLEAN = ["what is the weather like today", "please write a poem about the sea", "how do I cook rice",
@@ -29,7 +30,7 @@ def labelled_rows(n: int, offset: int = 0) -> list[dict]:
 @pytest.fixture
 def labelled_set(tmp_path, monkeypatch):
     """A set like toxic_chat, on rows of our own, in place of the shipped sets."""
-    import benchmark.validity as V
+    import benchmark.run.validity as V
 
     (tmp_path / "train.json").write_text(json.dumps(labelled_rows(90)))
     (tmp_path / "test.json").write_text(json.dumps(labelled_rows(30, 500)))
@@ -186,7 +187,7 @@ def test_unknown_judges_and_bad_settings_are_named(tmp_path):
 
 
 def test_list_judges_says_which_are_trained_here_and_how_to_train_the_others(tmp_path, monkeypatch):
-    from benchmark.catalog import listing
+    from benchmark.cli.listings import listing
 
     monkeypatch.chdir(tmp_path)  # no checkpoints here
     text = listing("judges")

@@ -85,9 +85,9 @@ def registered():
 
 
 def test_a_kind_defined_here_runs_to_a_valid_card(registered, tmp_path):
-    from benchmark.runner import run
-    from benchmark.schema import compose
-    from benchmark.scorecard import validate
+    from benchmark.run.runner import run
+    from benchmark.composition import compose
+    from benchmark.run.scorecard import validate
 
     root, conf = tmp_path / "data", tmp_path / "conf"
     (root / "mine").mkdir(parents=True)
@@ -109,7 +109,7 @@ def test_a_kind_defined_here_runs_to_a_valid_card(registered, tmp_path):
 
 
 def test_a_task_section_of_an_unregistered_kind_is_refused(tmp_path):
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     conf = tmp_path / "conf"
     (conf / "task").mkdir(parents=True)
@@ -125,3 +125,14 @@ def test_two_kinds_cannot_share_a_section(registered):
 
     with pytest.raises(BenchmarkError, match="section 'flagging' is kind flagged_share's"):
         register(Other)
+
+
+def test_a_built_in_kind_is_one_module_as_this_one_is():
+    """Each built-in kind's section config lives in the kind's own module, as Flagged's does here: no other file of
+    the suite names a kind's section."""
+    from benchmark.kinds.attack import Attack
+    from benchmark.kinds.classify import Classify
+    from benchmark.kinds.dialogue import DialogueAttack
+
+    for kind in (Classify, Attack, DialogueAttack, Flagged):
+        assert kind.section_schema.__module__ == kind.__module__, kind.name

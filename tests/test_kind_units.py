@@ -15,8 +15,8 @@ from benchmark.kinds.base import Roles
 from benchmark.models.cached import Failure
 from benchmark.models.protocol import Model
 from benchmark.models.requests import Classify, Generate, LogLikelihood, Replay
-from benchmark.runner import _plain_task
-from benchmark.schema import compose
+from benchmark.run.runner import _plain_task
+from benchmark.composition import compose
 
 CATEGORIES = ["Offending User", "Risk Ignorance", "Unauthorized Expertise", "Toxicity Agreement", "Biased Opinion"]
 

@@ -11,8 +11,8 @@ from fakes import FakeModel
 
 from benchmark.kinds import make_kind
 from benchmark.kinds.base import Roles
-from benchmark.runner import _plain_task
-from benchmark.schema import compose
+from benchmark.run.runner import _plain_task
+from benchmark.composition import compose
 
 CATEGORIES = ["성별", "종교", "나이/세대"]
 
@@ -67,7 +67,7 @@ def test_a_classifier_reads_the_sentence_as_the_response_to_its_context(kosbi):
 
 
 def test_the_released_test_split_is_the_pinned_one(compose, data_root, tmp_path):
-    from benchmark.runner import run
+    from benchmark.run.runner import run
 
     data_path("kosbi", "kosbi_test.json")
     card, path = run(compose("model=profanity-check", "task=kosbi", f"output_dir={tmp_path / 'out'}"))

@@ -416,7 +416,7 @@ def _edit(path: Path, change) -> None:
 
 def _other_context_judge(card) -> None:
     """The context judge's config changed where no verdict shows it: valid, but not the task's panel as shipped."""
-    from benchmark.models import model_sha256
+    from benchmark.identity import model_sha256
 
     judge = next(j for j in card["judges"] if j["step"] == "context")
     judge["config"]["max_length"] = 64
@@ -425,7 +425,8 @@ def _other_context_judge(card) -> None:
 
 def _signed(key: Path, published: dict, **figures):
     """A verification of the card as it is now, signed with `key`, from a published card's block with `figures`."""
-    from benchmark.submissions.signing import card_sha256, sign, verified_from
+    from benchmark.identity import card_sha256
+    from benchmark.submissions.signing import sign, verified_from
 
     def change(card):
         block = {k: v for k, v in published["verification"].items() if k not in ("key_id", "signature")}
@@ -1172,7 +1173,7 @@ def test_the_board_and_the_viewer_listen_on_this_machine_only(command, tmp_path)
 
 
 def test_view_serves_publicly_only_when_asked(tmp_path, monkeypatch, capsys):
-    from benchmark import tools
+    from benchmark.cli import tools
 
     _run_folder(tmp_path / "runs", "a-run")
     commands = []

@@ -48,7 +48,7 @@ def test_split_weights_may_name_llama_cpp_but_no_other_engine_without_gguf():
 @pytest.fixture(scope="module")
 def backend(smollm2):
     from benchmark.models import load_backend
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     if find_spec("llama_cpp") is None:
         pytest.skip('llama-cpp-python is not installed (pip install -e ".[llama-cpp]")')
@@ -62,7 +62,7 @@ CHAT = [[{"role": "user", "content": f"Name one colour of a {thing}."}] for thin
 def test_the_prompt_is_the_gguf_chat_template_as_transformers_renders_it(backend, smollm2):
     from transformers import AutoTokenizer
 
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     cfg = compose([f"model={SMOLLM2}", "task=diasafety"], keep=False).model
     tok = AutoTokenizer.from_pretrained(smollm2, gguf_file=cfg.gguf_file)
@@ -124,7 +124,7 @@ def test_log_likelihoods_equal_a_full_pass_whatever_the_cache_holds(backend, smo
 
 @needs_llama
 def test_a_run_on_llama_cpp_counts_tokens_caches_and_resumes(compose, smollm2, data_root, tmp_path):
-    from benchmark.runner import run
+    from benchmark.run.runner import run
 
     overrides = (*LLAMA, "task=diasafety", "limit=3", f"cache_dir={tmp_path / 'cache'}")
     card, path = run(compose(*overrides, f"output_dir={tmp_path / 'a'}"))
@@ -145,7 +145,7 @@ QWEN_15B = "qwen2.5-coder-1.5b-instruct"
 def qwen_15b(weights_cache):
     """Qwen2.5-Coder-1.5B-Instruct's GGUF, joined from its 22 pip packages and checked against the pinned sha256."""
     from benchmark.models.weights import PiecesMissing, is_weights_piece, pieces
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     if find_spec("llama_cpp") is None:
         pytest.skip('llama-cpp-python is not installed (pip install -e ".[llama-cpp]")')
@@ -157,7 +157,7 @@ def qwen_15b(weights_cache):
 
 
 def test_qwen_15b_answers_korean_conversations_on_llama_cpp_from_its_checked_pieces(compose, qwen_15b, data_root):
-    from benchmark.runner import run
+    from benchmark.run.runner import run
 
     card, path = run(compose(f"model={QWEN_15B}", "task=ricota", "limit=2"))
     assert card["run"]["failed"] == 0 and card["model"]["config"]["backend"] == "llama-cpp"

@@ -13,11 +13,12 @@ import pytest
 import yaml
 
 from benchmark import BenchmarkError
+from benchmark.files import unportable
 from benchmark import submissions as S
 from benchmark.submissions import names, signing
 from benchmark.submissions import samples as SF
 from benchmark.submissions.checked import CheckStore
-from benchmark.submit import validate
+from benchmark.cli.submit import validate
 
 # the published folders the forgeries are made of (whole folders, or these cards of them)
 CARDS = {"profanity-check": ["diasafety"], "ricota-solar": ["ricota"], "ricota-chatgpt-v1": ["ricota"],
@@ -34,7 +35,7 @@ LOOKS_LIKE = ("looks like the published model {!r} beside it (the same name once
 @pytest.fixture
 def key(tmp_path, monkeypatch) -> Path:
     """A verifier key made for the test, listed beside the published cards' keys (which still verify them)."""
-    from benchmark.submit import keygen
+    from benchmark.cli.submit import keygen
 
     private = tmp_path / "verifier.pem"
     keys = {**json.loads(signing.VERIFIER_KEYS.read_text()), **json.loads(keygen(private))}
@@ -298,17 +299,17 @@ def test_a_folder_name_of_100_characters_that_breaks_no_rule_validates(tmp_path)
 
 @pytest.mark.parametrize("name", ["con", "nul.x", "COM9", "model.", "abc\n", "a/b", "a:b", "r" * 101])
 def test_a_run_and_a_package_refuse_a_name_that_cannot_name_a_folder_everywhere(name):
-    from benchmark.run_folder import check_name
+    from benchmark.run.folder import check_name
 
     with pytest.raises(BenchmarkError, match="^model.name=.* cannot name a folder"):
         check_name("model.name", name)
-    assert names.unportable(name)
+    assert unportable(name)
 
 
 @pytest.mark.parametrize("name", ["ricota-solar", "qwen2.5-coder-0.5b-instruct", "console", "com10", "nul-model",
                                   "r" * 100])
 def test_portable_names_pass(name):
-    from benchmark.run_folder import check_name
+    from benchmark.run.folder import check_name
 
     check_name("model.name", name)
-    assert names.unportable(name) is None
+    assert unportable(name) is None

@@ -5,7 +5,7 @@ from omegaconf import OmegaConf
 
 from benchmark.kinds.classify import INVALID, LabelParser
 from benchmark.paths import TASKS_DIR
-from benchmark.schema import LabelConfig
+from benchmark.config import LabelConfig
 
 
 @pytest.fixture(scope="module")

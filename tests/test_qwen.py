@@ -9,7 +9,7 @@ import json
 import pytest
 from conftest import QWEN
 
-from benchmark.runner import run
+from benchmark.run.runner import run
 
 MODEL = (f"model={QWEN}",)
 PINNED = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"

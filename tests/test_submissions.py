@@ -11,14 +11,14 @@ import yaml
 
 from benchmark import submissions as S
 from benchmark.paths import REPO_ROOT
-from benchmark.models import model_sha256
+from benchmark.identity import model_sha256
 from benchmark.submissions import configs, privacy, rules, signing
 from benchmark.submissions import samples as SF
-from benchmark.hashing import sha256_json
-from benchmark.runner import run
-from benchmark.hashing import file_sha256
-from benchmark.submit import main as submit_main
-from benchmark.submit import package, validate, verify
+from benchmark.identity import sha256_json
+from benchmark.run.runner import run
+from benchmark.identity import file_sha256
+from benchmark.cli.submit import main as submit_main
+from benchmark.cli.submit import package, validate, verify
 
 SEED = "profanity-check"  # a published folder every test can copy: one card on diasafety
 
@@ -26,7 +26,7 @@ SEED = "profanity-check"  # a published folder every test can copy: one card on 
 @pytest.fixture
 def verifier_key(tmp_path, monkeypatch) -> Path:
     """A verifier key pair made for the test, listed as the only trusted key."""
-    from benchmark.submit import keygen
+    from benchmark.cli.submit import keygen
 
     key = tmp_path / "verifier.pem"
     keys = tmp_path / "verifier_keys.json"

@@ -128,7 +128,7 @@ def test_launcher_presets_extend_the_plugins_configs(preset, schema, int_key, ta
     from omegaconf import OmegaConf
 
     from benchmark.paths import CONF_DIR
-    from benchmark.schema import register
+    from benchmark.composition import register
 
     register()
     GlobalHydra.instance().clear()
@@ -136,7 +136,7 @@ def test_launcher_presets_extend_the_plugins_configs(preset, schema, int_key, ta
         cfg = compose("config", overrides=[f"hydra/launcher={preset}"], return_hydra_config=True)
         assert cfg.hydra.launcher._target_ == target
         assert cfg.hydra.runtime.choices["hydra/launcher"] == preset
-        assert cfg.hydra.callbacks.sweep_summary._target_ == "benchmark.sweep.SweepSummary"
+        assert cfg.hydra.callbacks.sweep_summary._target_ == "benchmark.cli.sweep.SweepSummary"
         launcher = instantiate(cfg.hydra.launcher)
         assert type(launcher).__module__ + "." + type(launcher).__name__ == target
         assert OmegaConf.get_type(cfg.hydra.launcher).__name__ == schema
@@ -150,7 +150,7 @@ def test_launcher_presets_extend_the_plugins_configs(preset, schema, int_key, ta
 
 
 def test_summary_table_shows_units_failed_requests_and_varying_overrides():
-    from benchmark.sweep import summary_table
+    from benchmark.cli.sweep import summary_table
 
     share = {"value": 0.25, "ci_low": 0.2, "ci_high": 0.3, "n": 40}
     turns = {"value": 2.5, "ci_low": 2.0, "ci_high": 3.25, "n": 12, "unit": "turns"}
@@ -179,7 +179,7 @@ from pathlib import Path
 import hydra
 from hydra.core.hydra_config import HydraConfig
 
-from benchmark.sweep import JOB_FILE
+from benchmark.cli.sweep import JOB_FILE
 
 
 @hydra.main(version_base="1.3", config_path=None, config_name=None)
@@ -204,7 +204,7 @@ def test_a_killed_job_still_leaves_a_summary_of_the_others(tmp_path):
     app.write_text(KILLED_JOB_APP)
     out = subprocess.run(
         [sys.executable, str(app), "--multirun", "+x=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-         f"hydra.sweep.dir={tmp_path / 'sweep'}", "+hydra.callbacks.summary._target_=benchmark.sweep.SweepSummary"],
+         f"hydra.sweep.dir={tmp_path / 'sweep'}", "+hydra.callbacks.summary._target_=benchmark.cli.sweep.SweepSummary"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert out.returncode != 0
     assert "the sweep stopped before every job reported" in out.stdout

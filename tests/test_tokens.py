@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from benchmark.runner import run
+from benchmark.run.runner import run
 
 
 def per_record(sample: dict, model) -> int:
@@ -45,8 +45,8 @@ def test_a_local_model_counts_its_tokens_with_its_tokenizer_and_cached_answers_a
 
 def _estimates(compose, overrides) -> list[int]:
     """Each planned record's estimated tokens, in order: what `preview` counts (estimate.py)."""
-    from benchmark.estimate import per_record
-    from benchmark.runner import plan
+    from benchmark.run.estimate import per_record
+    from benchmark.run.runner import plan
 
     p = plan(compose(*overrides), pin=False)
     found, how = per_record(p)
@@ -99,13 +99,13 @@ def test_a_budget_of_two_and_a_half_chunks_answers_what_fits_and_a_higher_one_re
 
 
 def test_a_run_past_its_budget_says_so_on_its_card(compose, tiny_model, data_root, tmp_path, monkeypatch):
-    import benchmark.runner
-    from benchmark.estimate import Estimate
+    import benchmark.run.runner
+    from benchmark.run.estimate import Estimate
 
     def too_low(p):  # an estimate that misses: every record said to cost one token
         return {r["id"]: Estimate(1, 0) for r in p.items}, "a test's"
 
-    monkeypatch.setattr(benchmark.runner, "per_record", too_low)
+    monkeypatch.setattr(benchmark.run.runner, "per_record", too_low)
     card, _ = run(compose("model=hf", f"model.pretrained={tiny_model}", "limit=2", "model.generation.max_new_tokens=8",
                           "budget.tokens=5", f"output_dir={tmp_path / 'run'}"))
     budget = card["run"]["budget"]
@@ -127,7 +127,7 @@ def test_a_budget_names_the_roles_it_cannot_stop(tmp_path, data_root):
 
 
 def test_a_cost_budget_names_a_counting_role_without_prices(compose, tiny_model, tmp_path):
-    from benchmark.budget import Budget
+    from benchmark.run.budget import Budget
     from benchmark.models.base import Backend
     from benchmark.models.cached import CachedModel
 
@@ -156,8 +156,8 @@ def test_a_cost_budget_needs_declared_prices(compose, tiny_model, data_root, tmp
 
 
 def test_a_run_whose_other_roles_count_probes_with_one_record_then_scales(compose, tiny_model, tmp_path):
-    from benchmark.budget import Budget
-    from benchmark.estimate import Estimate
+    from benchmark.run.budget import Budget
+    from benchmark.run.estimate import Estimate
     from benchmark.models.base import Backend
     from benchmark.models.cached import CachedModel
 

@@ -59,8 +59,8 @@ def test_evaluate_runs_from_python_and_records_what_was_asked(tmp_path, data_roo
 def test_progress_counts_requests_as_they_are_answered(compose, data_root, monkeypatch, tmp_path):
     """Every request the model under test answers moves the bar as it comes (not a chunk of records at a time); the
     judges' are counted beside it; planned requests a run will not make leave the total."""
-    from benchmark import progress as P
-    from benchmark.runner import run
+    from benchmark.run import progress as P
+    from benchmark.run.runner import run
 
     updates, bars = [], []
     real_answered = P.Progress.answered
@@ -98,7 +98,7 @@ def test_view_shows_your_own_runs_in_a_browser(compose, data_root, scripted, tmp
     from test_dialogue import compose_scripted
     from test_leaderboard import ARTIFACTS, _chromium, served
 
-    from benchmark.runner import run
+    from benchmark.run.runner import run
 
     _chromium()  # skips at once where there is no browser
     from selenium.webdriver.common.by import By
@@ -157,8 +157,8 @@ def test_export_to_inspect_and_lm_eval(compose, data_root, scripted, tmp_path): 
     from lm_eval.utils import make_table
     from test_dialogue import compose_scripted
 
-    from benchmark.export import to_inspect, to_lm_eval
-    from benchmark.runner import run
+    from benchmark.cli.export import to_inspect, to_lm_eval
+    from benchmark.run.runner import run
 
     card, path = run(compose("limit=30"))
     log = read_eval_log(str(to_inspect(path.parent, tmp_path / "run.eval")))
@@ -242,7 +242,7 @@ def test_a_submission_is_pushed_to_a_dataset_repo(tmp_path, monkeypatch):
 
     from benchmark import BenchmarkError
     from benchmark import submissions as S
-    from benchmark.export import to_hub
+    from benchmark.cli.export import to_hub
 
     from huggingface_hub import constants
 

@@ -16,12 +16,12 @@ from test_submissions import SEED, _set, edit_card, folder, problems_of, verifie
 
 from benchmark import BenchmarkError
 from benchmark import submissions as S
-from benchmark.runner import run
+from benchmark.run.runner import run
 from benchmark.models.base import Backend
 from benchmark.submissions import rules
 from benchmark.submissions import samples as SF
-from benchmark.submit import main as submit_main
-from benchmark.submit import package, validate, verify
+from benchmark.cli.submit import main as submit_main
+from benchmark.cli.submit import package, validate, verify
 
 
 def _forge(folder: Path, change) -> list[dict]:
@@ -123,7 +123,7 @@ def _listed_weights(card) -> str:
 
 
 def test_weights_a_card_lists_are_the_weights_its_config_pins(folder):
-    from benchmark.models import model_sha256
+    from benchmark.identity import model_sha256
     from benchmark.submissions.configs import model_config_node
 
     assert problems_of(folder) == []  # the field is optional: a card without it, as every published one, is valid
@@ -167,7 +167,7 @@ def api_card(data_root, tmp_path_factory):
     task), and the server."""
     from test_api_retries import FakeChatServer
 
-    from benchmark.schema import compose
+    from benchmark.composition import compose
 
     server, root = FakeChatServer(lambda n, body, attempt: {}), tmp_path_factory.mktemp("api-card")
     _, path = run(compose([f"results_dir={root / 'results'}", "progress=false", "model=openai-chat",
@@ -188,7 +188,7 @@ def _api_submission(api_card, tmp_path) -> tuple:
 
 def _resubmit(card_path: Path, change) -> None:
     """The card's model config changed by `change` as a submitter would: model.yaml, the card's copy, its hash."""
-    from benchmark.models import model_sha256
+    from benchmark.identity import model_sha256
     from benchmark.submissions.configs import model_config_node
 
     model = yaml.safe_load((card_path.parent / "model.yaml").read_text())
@@ -337,7 +337,7 @@ def test_a_gzip_bomb_of_samples_stops_with_one_problem(folder):
     with gzip.open(path, "wt") as f:  # 100 MiB of lines, about 0.5 MB compressed
         for _ in range(100 * 1024):
             f.write(line)
-    from benchmark.hashing import file_sha256
+    from benchmark.identity import file_sha256
 
     edit_card(folder, _set(["samples", "sha256"], file_sha256(path)))
     found = problems_of(folder)
@@ -369,7 +369,7 @@ def test_one_folder_that_breaks_the_checks_leaves_the_others(folder, monkeypatch
             raise MemoryError("a pathological card")
         return real(path, card, *args, **kwargs)
 
-    monkeypatch.setattr(S, "check_card", breaks_on_one)
+    monkeypatch.setattr(S.loading, "check_card", breaks_on_one)
     loaded = S.load(folder.parent)
     assert [c.card["model"]["name"] for c in loaded.cards] == ["another-model"]
     assert any(f"{folder}: could not be checked: MemoryError" in str(p) for p in loaded.rejected)
@@ -395,7 +395,7 @@ def test_packaging_never_silently_replaces_a_signed_card(compose, data_root, tmp
 
 def test_packaging_and_export_read_no_samples_file_outside_the_run(compose, data_root, tmp_path):
     """A run's samples file is read (and a torn last line cut) only inside the run's folder."""
-    from benchmark.export import to_inspect
+    from benchmark.cli.export import to_inspect
 
     _, path = run(compose("model=profanity-check", "task=diasafety"))
     outside = tmp_path / "elsewhere.jsonl"

@@ -10,7 +10,7 @@ import pytest
 from conftest import run_cli
 
 from benchmark import BenchmarkError
-from benchmark.runner import run
+from benchmark.run.runner import run
 
 
 @pytest.mark.parametrize("override, what", [

@@ -12,9 +12,10 @@ from test_attack import chatbot_root, replay_run  # noqa: F401  (chatbot_root: a
 from benchmark.cache import ResponseCache
 from benchmark.models import load_backend
 from benchmark.models.cached import CachedModel
-from benchmark.schema import DataConfig, ValidationSet
-from benchmark.validity import measure
-from benchmark.runner import run
+from benchmark.config import DataConfig
+from benchmark.labelled import ValidationSet
+from benchmark.run.validity import measure
+from benchmark.run.runner import run
 
 
 def test_precision_recall_and_specificity_by_hand(compose, tmp_path):
@@ -80,7 +81,7 @@ def test_the_rogan_gladen_correction_by_hand():
 
 
 def test_the_card_carries_the_corrected_rate_beside_the_raw_one(compose, chatbot_root):  # noqa: F811
-    from benchmark.run_folder import read_samples
+    from benchmark.run.folder import read_samples
     from benchmark.submissions.rules import rescored
 
     # the fixture's keyword judges reach J 0.20 on its pairs: the task declares a minimum it clears
@@ -97,7 +98,8 @@ def test_the_card_carries_the_corrected_rate_beside_the_raw_one(compose, chatbot
     from omegaconf import OmegaConf
 
     from benchmark.kinds import make_kind
-    from benchmark.schema import ModelConfig, task_schema
+    from benchmark.config import ModelConfig
+    from benchmark.composition import task_schema
 
     kind = make_kind(OmegaConf.merge(OmegaConf.structured(task_schema()), card["task"]["config"]),
                      OmegaConf.merge(OmegaConf.structured(ModelConfig), card["model"]["config"]))
@@ -141,7 +143,7 @@ def test_the_correction_needs_a_declared_youden_j_and_an_informative_interval():
 
 
 def test_a_judge_is_measured_on_the_sets_of_its_tasks_language_and_on_korean_humans_for_korean():
-    from benchmark.validity import sets_for, validation_sets
+    from benchmark.run.validity import sets_for, validation_sets
 
     assert [vs.name for vs in sets_for("en")] == ["diasafety", "toxic_chat"]
     assert [vs.name for vs in sets_for("ko")] == ["kosbi"]
@@ -153,7 +155,7 @@ def test_kosbi_measures_a_judge_against_its_human_labels(data_root):
     from conftest import data_path
     from fakes import FakeModel
 
-    from benchmark.validity import measure, sets_for
+    from benchmark.run.validity import measure, sets_for
 
     data_path("kosbi", "kosbi_test.json")
     # a judge that flags a sentence holding "않" ("not"): its figures are what the labels make of that rule

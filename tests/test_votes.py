@@ -15,7 +15,7 @@ from test_submissions import SEED, problems_of
 from benchmark import submissions as S
 from benchmark.submissions import rules
 from benchmark.submissions import samples as SF
-from benchmark.submit import _roles
+from benchmark.cli.submit import _roles
 
 CHATBOT = "blenderbot-small"  # a published replay judged in two steps: profanity-check, then the detector
 

@@ -8,7 +8,8 @@ class BenchmarkError(Exception):
 
 
 def evaluate(model: str | None = None, task: str | None = None, overrides=(), **settings) -> dict:
-    """Run `task` on `model` in this process and return the score card; see benchmark.catalog.evaluate."""
-    from .catalog import evaluate as run
+    """Run `task` on `model` in this process and return the score card; see run/evaluate.py."""
+    # imported on call: every module of the suite imports this package (BenchmarkError), the run wing among them
+    from .run.evaluate import evaluate as run
 
     return run(model, task, overrides, **settings)

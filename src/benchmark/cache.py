@@ -17,14 +17,9 @@ import time
 from pathlib import Path
 
 from . import BenchmarkError
-from .hashing import sha256_json
 
 BUSY_TIMEOUT_S = 60  # how long one statement waits for another process's write lock
 RETRIES = 8  # further attempts when SQLite still answers busy/locked
-
-
-def request_key(model_sha: str, op: str, payload) -> str:
-    return sha256_json([model_sha, op, payload])
 
 
 def _transient(e: sqlite3.OperationalError) -> bool:

@@ -12,7 +12,9 @@ import json
 import os
 from pathlib import Path
 
-from .hashing import sha256_json
+from . import __version__, safe_yaml
+from .files import write_json
+from .identity import sha256_json
 from .paths import cache_root
 
 KEEP = 512  # composed configs kept (a few kilobytes each)
@@ -22,8 +24,6 @@ def key(overrides: list[str], files_sha256: str, schema: type) -> str:
     from importlib.metadata import version
 
     import omegaconf
-
-    from . import __version__, safe_yaml
 
     # a kept config is read back without its files being checked again: it names the rules they passed
     rules = Path(safe_yaml.__file__).read_text(encoding="utf-8")
@@ -78,8 +78,6 @@ def read(digest: str, schema: type):
 def keep(digest: str, cfg) -> None:
     """Keep a composed config, then prune the folder."""
     from omegaconf import OmegaConf
-
-    from .files import write_json
 
     path = _path(digest)
     try:

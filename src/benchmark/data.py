@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import BenchmarkError
+from .identity import file_sha256, records_sha256, sha256_json
+from .paths import cache_root
 from .templates import render
 
 _BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}
@@ -22,14 +23,6 @@ class Records:
     split: str
     sha256: str  # of the full split as loaded, before `limit`
     malformed: list[dict] = field(default_factory=list)  # {"id", "error"} for skipped records
-
-
-def records_sha256(rows: list[dict]) -> str:
-    h = hashlib.sha256()
-    for row in rows:
-        h.update(json.dumps(row, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8"))
-        h.update(b"\n")
-    return h.hexdigest()
 
 
 def _builder_kwargs(data) -> dict:
@@ -107,9 +100,6 @@ def _local_rows(path: Path, data, where: str) -> list[dict]:
     hold exactly (dates, bytes) are not kept. A kept file that was changed changes the rows, so the records' hash no
     longer matches the task's pin and the run stops."""
     from importlib.metadata import version
-
-    from .hashing import file_sha256, sha256_json
-    from .paths import cache_root
 
     name = sha256_json([file_sha256(path), data.format, _builder_kwargs(data), version("datasets")])
     kept = cache_root() / "records" / f"{name}.json"

@@ -1,10 +1,12 @@
-"""Writing the suite's JSON files: whole or not at all."""
+"""Writing the suite's JSON files, whole or not at all, and the names a folder may have on every file system."""
 
 from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from pathlib import Path
+from . import BenchmarkError
 
 
 def write_json(path: Path, data) -> None:
@@ -38,8 +40,6 @@ def _sync_folder(folder: Path) -> None:
 def inside(folder: Path, name, what: str) -> Path:
     """`name` (a file a card names) within `folder`, resolved: a path that leads outside it (absolute, with .., or
     through a symlink that points out) is refused, so a card never makes its reader open another file."""
-    from . import BenchmarkError
-
     if not isinstance(name, str) or not name:
         raise BenchmarkError(f"{what}: {name!r} is not a file name inside {folder}")
     base = Path(folder).resolve()
@@ -47,3 +47,33 @@ def inside(folder: Path, name, what: str) -> Path:
     if target == base or not target.is_relative_to(base):
         raise BenchmarkError(f"{what}: {name!r} leads outside {folder}; only files inside it are read")
     return target
+
+
+MAX_NAME = 100  # characters of a model's name, which is its folder's (base.FOLDER, base.NAME)
+FORBIDDEN = '<>:"/\\|?*'  # in a file name on Windows (and / everywhere)
+RESERVED = frozenset({"con", "prn", "aux", "nul", "conin$", "conout$", "clock$",
+                      *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))})
+
+
+def unportable(name) -> str | None:
+    """Why `name` cannot name a folder on every common file system (Windows' rules are the strictest), or None."""
+    if not isinstance(name, str) or not name:
+        return "an empty name cannot name a folder"
+    if len(name) > MAX_NAME:
+        return f"{len(name)} characters: a model's name, which names its folder, has at most {MAX_NAME}"
+    control = next((c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None)
+    if control is not None:
+        return f"holds the control character {control!r}: a folder's name holds printable characters only"
+    forbidden = next((c for c in name if c in FORBIDDEN), None)
+    if forbidden is not None:
+        return f"holds {forbidden!r}: no folder's name on Windows holds any of < > : \" / \\ | ? *"
+    if name[-1] in ". ":
+        return (f"ends with a {'dot' if name[-1] == '.' else 'space'}: Windows drops a dot or a space at the end of a "
+                "name, so the folder would be called otherwise there")
+    if name[0] == " ":
+        return "starts with a space: a folder's name does not, or it reads as another on a command line or a page"
+    device = name.split(".", 1)[0].rstrip(" ").casefold()
+    if device in RESERVED:
+        return (f"{device.upper()} is a device name Windows reserves (CON, PRN, AUX, NUL, COM0-9, LPT0-9, CONIN$, "
+                "CONOUT$, CLOCK$), in any case and with any extension: no folder can have that name there")
+    return None

@@ -1,18 +1,52 @@
 """The human-labelled sets judges are measured on, as conf/judge_validation.yaml declares them (read once per
-process): below the kinds, which name a set's language on a card, and validity.py, which measures judges on them."""
+process): below the kinds, which name a set's language on a card, and run/validity.py, which measures judges on them."""
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from omegaconf import MISSING, OmegaConf
+
+from .config import DataConfig
+from .paths import CONF_DIR
+
+
+@dataclass
+class TrainSplit:
+    """The labelled rows a judge is trained on, and the validation share carved from them: by a hash of each row's
+    id within each label (stratified, independent of the file's order), so the same rows are held out every time."""
+
+    data: DataConfig = field(default_factory=DataConfig)
+    val_share: float = 0.2
+    val_seed: int = 0
+
+
+@dataclass
+class ValidationSet:
+    """A human-labelled set the classifier judges of tasks in its language are measured on
+    (conf/judge_validation.yaml)."""
+
+    name: str = MISSING
+    description: str = ""
+    # the language of its texts: a judge is measured on the sets in its task's language (a multi task's: all)
+    language: str = "en"
+    data: DataConfig = field(default_factory=DataConfig)
+    input: Dict[str, str] = field(default_factory=dict)  # the judge's named parts (context, response), Jinja over a row
+    unsafe: str = MISSING  # Jinja over a row: true where the human label is unsafe (toxic)
+    labels_sha256: Optional[str] = None  # of the rows' human labels, in order (a "0"/"1" string): pinned
+    train: Optional[TrainSplit] = None  # where a judge is trained on the same labels (python -m benchmark.judge train)
+    subsets: Dict[str, str] = field(default_factory=dict)  # name -> Jinja over a row, true in the subset: recall there
+
+
+@dataclass
+class ValidationConfig:
+    sets: List[ValidationSet] = field(default_factory=list)
 
 
 @functools.lru_cache(maxsize=1)
 def validation_sets() -> tuple:
-    from omegaconf import OmegaConf
-
-    from .paths import CONF_DIR
-    from .schema import ValidationConfig
-
     config = OmegaConf.merge(OmegaConf.structured(ValidationConfig), OmegaConf.load(CONF_DIR / "judge_validation.yaml"))
     return tuple(OmegaConf.to_object(config).sets)
 

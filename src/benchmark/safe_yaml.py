@@ -17,6 +17,8 @@ from typing import Any
 import yaml
 
 from . import BenchmarkError
+from .identity import sha256_json
+from .paths import CONF_DIR
 
 MAX_BYTES = 1 << 20
 MAX_NODES = 100_000
@@ -133,8 +135,6 @@ class ConfigFiles:
 
 
 def config_files(folders: list[Path]) -> ConfigFiles:
-    from .hashing import sha256_json
-
     texts = tuple((path, read_text(path)) for folder in folders if folder.is_dir() for path in _yaml_files(folder))
     return ConfigFiles(texts, sha256_json([[str(path), text] for path, text in texts]))
 
@@ -165,8 +165,6 @@ def _yaml_files(folder: Path) -> list[Path]:
 
 def search_path_folders(overrides: list[str]) -> list[Path]:
     """The suite's config folders and the folders a `hydra.searchpath=[...]` override adds (file:// or plain)."""
-    from .paths import CONF_DIR
-
     folders = [CONF_DIR]
     for item in overrides:
         key, _, value = item.partition("=")

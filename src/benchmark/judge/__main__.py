@@ -8,7 +8,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from .. import BenchmarkError
 from ..paths import CONF_DIR
-from ..schema import register
+from .config import register
 from . import DETECTOR, detector_evaluate, detector_train
 from .evaluate import evaluate
 from .train import shipped, train

@@ -20,13 +20,14 @@ from .. import BenchmarkError, __version__
 from .. import metrics as M
 from ..data import load_rows
 from ..files import write_json
-from ..hashing import sha256_json
+from ..identity import sha256_json
 from ..models.detector import (ABBREVIATIONS, CATEGORIES, DEFAULT_DIR, DESIGNS, FINE_LABELS, MANIFEST, MEMBER_LABELS,
                                fine_decision)
 from ..models.encoders import (collate, logits_of, resolve_encoder, save_delta, softmax, tokenize, weights_sha256,
                                with_delta)
 from ..paths import CONF_DIR
-from ..schema import DataConfig, DetectorTrainConfig
+from ..config import DataConfig
+from ..judge.config import DetectorTrainConfig
 from . import examples as E
 
 # settings that decide the weights (the others: where data is read from, threads, logging)

@@ -14,7 +14,7 @@ from ..files import write_json
 from ..models.classifier import EVALUATION, Classifier, encoders
 from ..paths import SHIPPED, judge_folder
 from ..templates import render
-from .. import validity
+from ..run import validity
 from .train import figures, load_config
 
 

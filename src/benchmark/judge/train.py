@@ -20,15 +20,16 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from .. import BenchmarkError, __version__
-from ..data import load_rows, records_sha256
+from ..data import load_rows
+from ..identity import records_sha256
 from ..files import write_json
 from ..models import detector as D
 from ..models.classifier import EVALUATION, MANIFEST, TRAIN_CONF, config_path
 from ..models.encoders import load_classifier, logits_of, resolve_encoder, softmax, tokenize, weights_sha256
 from ..paths import JUDGES_DIR
-from ..schema import JudgeTrainConfig
+from ..judge.config import JudgeTrainConfig
 from ..templates import render
-from .. import validity
+from ..run import validity
 from . import DETECTOR
 from .detector_train import Trainer
 from .examples import Example

@@ -5,7 +5,6 @@ entry-point group `benchmark.kinds` (a Kind subclass), or one class with `regist
 import re
 
 from .. import BenchmarkError
-from ..hashing import sha256_json
 from .attack import Attack
 from .base import Kind
 from .classify import Classify
@@ -52,12 +51,6 @@ def kind_class(name: str) -> type[Kind]:
 
 def make_kind(task, model_cfg) -> Kind:
     return kind_class(task.kind)(task, model_cfg)
-
-
-def reference_sha256(kind, samples: list[dict]) -> str:
-    """The hash of what samples take from the task's data alone (ids, gold labels, group fields), in id order: a
-    task pins it, and a published card's samples must give it (so no gold label or group can be forged)."""
-    return sha256_json(sorted([s["id"], {k: s.get(k) for k in kind.reference_fields}] for s in samples))
 
 
 def _natural(sample_id: str) -> list:

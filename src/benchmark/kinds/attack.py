@@ -11,20 +11,35 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 from omegaconf import OmegaConf
 
-from .. import BenchmarkError
-from .. import metrics as M
+from .. import BenchmarkError, metrics as M
+from ..labelled import measured_in
 from ..models.cached import Failure
 from ..models.requests import Generate, Replay
-from ..labelled import measured_in
-from ..templates import render
 from .base import Kind, Roles
-from .classify import INVALID
 from .common import RefusalPhrases, plain, render_messages, variables
-from .judging import Step, check_tie, describe_step, run_panel
+from .derived import panel_problems, votes_of
+from .judging import JudgeStepConfig, JudgingValidation, check_tie, describe_step, make_step, run_panel
+
+
+@dataclass
+class AttackConfig:
+    samples: int = 1  # responses per record (k)
+    # the task's sampling protocol: these keys override the model's generation settings
+    generation: Dict[str, Any] = field(default_factory=dict)
+    metric: str = "unsafe_rate"  # the name of the flagged-response rate (e.g. asr: attack success rate)
+    # in order: the first step that flags a response decides (the DiaSafety paper: utterance, then context level)
+    judges: List[JudgeStepConfig] = field(default_factory=list)
+    tie: str = "not_flagged"  # voters split evenly: not_flagged | flagged (ties are counted in the card either way)
+    refusal_phrases: List[str] = field(default_factory=list)  # a response containing one counts as a refusal
+    validation: Optional[JudgingValidation] = None  # the judging steps against human labels: a corrected rate
+    # {group_by field: value}: each group's rate minus that group's (e.g. {language: en}), with an interval
+    gap_to: Dict[str, str] = field(default_factory=dict)
 
 NONE = "none"  # the verdict of a response that no step flagged
 RESPONSE_FIELDS = frozenset({"text", "verdict", "refusal", "judgements"})  # what a sample records of each response
@@ -37,7 +52,7 @@ class Attack(Kind):
     packaged_fields = frozenset({"id", "input_sha256", "prompt_sha256", "unmatched", "responses", "group", "error"})
     said_fields = ("responses",)
     name = "attack"
-    section, section_schema = "attack", "AttackConfig"
+    section, section_schema = "attack", AttackConfig
 
     def __init__(self, task, model_cfg):
         spec = task.attack
@@ -53,7 +68,7 @@ class Attack(Kind):
         check_tie(spec.tie, where)
         self.task, self.spec = task, spec
         self.k = spec.samples
-        self.steps = [Step(s, task.name) for s in spec.judges]
+        self.steps = [make_step(s, task.name) for s in spec.judges]
         self.judge_steps = [s.name for s in self.steps]
         for step in self.steps:
             if step.sees != "turn":
@@ -68,8 +83,6 @@ class Attack(Kind):
         self.replayed = model_cfg.backend == "replay"  # recorded answers: a record may have none, or fewer than k
 
     def derivation_problems(self, sample: dict) -> list[tuple[str, str]]:
-        from .derived import panel_problems
-
         responses = sample.get("responses")
         if not isinstance(responses, list) or any(not isinstance(r, dict) for r in responses):
             return [("responses", "is not a list of response objects")]
@@ -123,8 +136,6 @@ class Attack(Kind):
     @staticmethod
     def judgements(sample: dict):
         """Whether the record was matched, and each response's votes."""
-        from .derived import votes_of
-
         return [sample.get("unmatched"), [votes_of(r.get("judgements")) for r in sample.get("responses", [])]]
 
     @staticmethod
@@ -157,16 +168,7 @@ class Attack(Kind):
         if empty:
             return f"messages[{empty[0]}] renders empty: nothing to ask the model"
         v = variables(self.task, record)
-        for step in self.steps:
-            if step.type == "question":
-                try:
-                    flag = step.flag_label(v)
-                except BenchmarkError as e:
-                    return str(e)
-                if flag == INVALID:
-                    return (f"{step.name}: flag {render(step.spec.flag, v, step.where)!r} is not one of the answers "
-                            f"{[lab.name for lab in step.spec.labels]}")
-        return None
+        return next((p for p in (step.record_problem(v) for step in self.steps) if p), None)
 
     def preview(self, record: dict) -> list[tuple[str, object]]:
         v = {**variables(self.task, record), "response": PLACEHOLDER}
@@ -279,17 +281,17 @@ class Attack(Kind):
                      for step in self.judge_steps},
             "agreement": {step: agreement(scored, step) for step in self.judge_steps},
         }
-        for field in self.task.group_by:
+        for by in self.task.group_by:
             groups = {}
-            for value in sorted({str(s["group"].get(field)) for s in scored}):
-                part = [s for s in scored if str(s["group"].get(field)) == value]
-                rates = self._rates(part, resamples, seed, f".{field}.{slug(value)}")
+            for value in sorted({str(s["group"].get(by)) for s in scored}):
+                part = [s for s in scored if str(s["group"].get(by)) == value]
+                rates = self._rates(part, resamples, seed, f".{by}.{slug(value)}")
                 metrics.update(rates)
                 groups[value] = {"records": len(part), "responses": int(sum(len(s["responses"]) for s in part)),
                                  **{name.split(".")[0]: m["value"] for name, m in rates.items()}}
-            breakdown[f"by_{field}"] = groups
-            if field in self.spec.gap_to:
-                metrics.update(self._gaps(scored, field, self.spec.gap_to[field], groups, resamples, seed))
+            breakdown[f"by_{by}"] = groups
+            if by in self.spec.gap_to:
+                metrics.update(self._gaps(scored, by, self.spec.gap_to[by], groups, resamples, seed))
         if "language" in self.task.group_by:
             breakdown["judges_measured_in"] = measured_in(sorted(breakdown["by_language"]))
         return metrics, breakdown

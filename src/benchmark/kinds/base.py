@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from ..data import load_records
 from ..models.protocol import Model
 
 
@@ -53,10 +54,10 @@ class MetricSpec:
 
 class Kind(ABC):
     name: str  # the `kind:` a task file names
-    # the task file's section that configures the kind (e.g. `dialogue:`) and its dataclass (or the name of one in
-    # benchmark.schema), which the task schema takes in (schema.task_schema); None: the kind has no section
+    # the task file's section that configures the kind (e.g. `dialogue:`) and its dataclass, defined beside the kind,
+    # which the task schema takes in (composition.task_schema); None: the kind has no section
     section: str | None = None
-    section_schema: type | str | None = None
+    section_schema: type | None = None
     added_metrics: tuple[MetricSpec, ...] = ()  # metrics added since version 1 (every other metric is version 1's)
     # the fields of a published sample (the data set's texts replaced by their hashes), and those of them that hold
     # what the models said (a data set's text copied there is hashed when the run is packaged)
@@ -74,9 +75,21 @@ class Kind(ABC):
     # --- records and requests ---------------------------------------------------------------------------
     def load_records(self, data_root: str | None):
         """The task's records (data.Records): by default its data file, one record per row."""
-        from ..data import load_records
-
         return load_records(self.task, data_root)
+
+    def usable_records(self, data_root: str | None):
+        """(the task's records as loaded, those it can score, {"id", "error"} for each of the others): what a run
+        evaluates and what a published card must cover."""
+        records = self.load_records(data_root)
+        malformed = list(records.malformed)
+        items = []
+        for record in records.items:
+            problem = self.check_record(record)
+            if problem:
+                malformed.append({"id": record["id"], "error": problem})
+            else:
+                items.append(record)
+        return records, items, malformed
 
     @property
     def requests_per_record(self) -> int:

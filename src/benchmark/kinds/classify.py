@@ -11,19 +11,61 @@ import hashlib
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
 
 import numpy as np
-from omegaconf import OmegaConf
+from omegaconf import MISSING, OmegaConf
 
 from .. import BenchmarkError
 from .. import metrics as M
+from ..config import LabelConfig
 from ..models.cached import Failure
 from ..models.requests import Classify as ClassifyRequest, Generate, LogLikelihood, Replay
 from ..templates import render
 from ..text import pad, pct
 from .base import Kind, Roles
 from .common import render_messages, variables
+
+
+@dataclass
+class QuestionConfig:
+    """One of several questions asked in one prompt, answered as one field of a JSON object."""
+
+    name: str = MISSING  # metrics are named <name>.<metric>
+    labels: List[LabelConfig] = field(default_factory=list)  # in option order: 1 is the first
+    target: str = MISSING  # Jinja template that renders the gold label
+    field: Optional[str] = None  # the answer's JSON key; null: `name`
+    positive_coarse: Optional[str] = None
+
+
+@dataclass
+class TruncateConfig:
+    """How a record too long for the model's context is cut: whole lines from the start of one field."""
+
+    field: str = MISSING
+
+
+@dataclass
+class ClassifyConfig:
+    # one question: its labels and gold label here; several: `questions` (and answer_format: json)
+    labels: List[LabelConfig] = field(default_factory=list)
+    target: Optional[str] = None  # Jinja template that renders the gold label from a record
+    positive_coarse: Optional[str] = None  # the coarse class whose own F1 is a headline (e.g. unsafe)
+    questions: List[QuestionConfig] = field(default_factory=list)
+    answer_format: str = "text"  # text: the answer is a label | json: an object with one field per question
+    numbered_options: bool = False  # an answer may give a label's position, 1..K
+    whole_words: bool = True  # false for languages that attach particles to words (Korean)
+    scoring: str = "generate"  # generate (parse the answer) | loglikelihood (rank the labels; one question)
+    # a record that offers only some of the labels (multiple choice with 2 to 4 options): Jinja rendering how many,
+    # the first N labels; an answer naming another is invalid, and log-likelihoods rank only those N. It reads
+    # fields of the task's group_by, which a published sample keeps, so the count is checked without the data
+    choices: Optional[str] = None
+    # what classifier backends read, as Jinja templates (named parts: context, response)
+    classifier_input: Dict[str, str] = field(default_factory=dict)
+    # classifier backends say unsafe or not: the task's label for each verdict ({unsafe: LABEL, safe: LABEL})
+    classifier_labels: Dict[str, str] = field(default_factory=dict)
+    truncate: Optional[TruncateConfig] = None
 
 INVALID = "invalid"
 _PREFIX = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?(?:answer|label|category|class|prediction)\s*(?:is)?\s*[:\-=]?\s*", re.I)
@@ -150,7 +192,7 @@ class Classify(Kind):
                                  "prediction", "truncated_lines"})
     said_fields = ("output",)
     name = "classify"
-    section, section_schema = "classify", "ClassifyConfig"
+    section, section_schema = "classify", ClassifyConfig
     failed_samples = "counted as invalid answers in the metrics"
 
     def __init__(self, task, model_cfg):
@@ -547,8 +589,8 @@ class Classify(Kind):
                     M.class_f1(c), cg, cp, kc, resamples, seed
                 )
             breakdown["coarse_per_class"] = self._per_class(cg, cp, coarse_classes, kc)
-        for field in self.task.group_by:
-            values = [str(s["group"].get(field)) for s in samples]
+        for by in self.task.group_by:
+            values = [str(s["group"].get(by)) for s in samples]
             groups = {}
             for value in sorted(set(values)):
                 mask = np.array([v == value for v in values])
@@ -557,7 +599,7 @@ class Classify(Kind):
                     "accuracy": float((gold[mask] == pred[mask]).mean()),
                     "invalid_rate": float(invalid[mask].mean()),
                 }
-            breakdown[f"by_{field}"] = groups
+            breakdown[f"by_{by}"] = groups
         breakdown["predictions"] = dict(Counter(pred_l).most_common())
         return metrics, breakdown
 

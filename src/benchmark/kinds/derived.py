@@ -6,39 +6,13 @@ vote records, that a record had no recorded answer) rests on `submit verify`, wh
 
 from __future__ import annotations
 
-from jinja2 import meta
-
-from ..templates import render
-from .classify import INVALID
-
 Problem = tuple[str, str]  # (field, what is wrong), for one sample
-
-
-def constant_flag(step) -> str | None:
-    """A question step's flagging answer when its template reads no record variable (the same for every record),
-    else None: such a step's `flagged` can only be checked by re-running it."""
-    from jinja2.sandbox import SandboxedEnvironment
-
-    if step.type != "question":
-        return None
-    if meta.find_undeclared_variables(SandboxedEnvironment().parse(step.spec.flag)):
-        return None
-    return step.parse(render(step.spec.flag, {}, f"{step.where}.flag"))
 
 
 def vote_problems(step, vote, at: str) -> list[Problem]:
     if not isinstance(vote, dict) or vote.get("flagged") not in (True, False, None):
         return [(at, "a vote is {flagged: true, false or null, ...}")]
-    if step.type != "question":
-        return []
-    label = step.parse(vote.get("answer"))
-    if vote.get("label") != label:
-        return [(f"{at}.label", f"{vote.get('label')!r} is not what the judge's answer gives: {label!r}")]
-    flag = constant_flag(step)
-    expected = None if label == INVALID else (label == flag if flag is not None else vote["flagged"])
-    if vote["flagged"] is not expected:
-        return [(f"{at}.flagged", f"{vote['flagged']} is not what the label {label!r} gives: {expected}")]
-    return []
+    return step.vote_problems(vote, at)
 
 
 def judgement_problems(step, judgement, tie_policy: str, at: str) -> list[Problem]:

@@ -7,50 +7,164 @@ undecided. An item a judge fails on drops out, and the failure is recorded again
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from jinja2 import meta
+from jinja2.sandbox import SandboxedEnvironment
+from omegaconf import MISSING
 
 from .. import BenchmarkError
+from ..config import ADDED, LabelConfig, Message
+from ..identity import sha256_json
 from ..models.cached import Failure
 from ..models.requests import Classify, Generate
 from ..templates import render
 from .classify import INVALID, LabelParser
 from .common import plain
 
-STEP_TYPES = ("classifier", "question")
+
+@dataclass
+class JudgeStepConfig:
+    """One judging step of an attack task, answered by one judge model or several that vote (see JudgeConfig).
+
+    type classifier: a classifier judge reads named parts of the response (`input`) and says unsafe or not.
+    type question: an LLM judge is asked `messages` about the response; its answer is parsed into one of `labels`,
+    and the response is flagged when that label is the one `flag` renders (e.g. the record's judge_target)."""
+
+    name: str = MISSING
+    type: str = "classifier"  # classifier | question
+    input: Dict[str, str] = field(default_factory=dict)  # classifier: named parts (context, response, category)
+    messages: List[Message] = field(default_factory=list)  # question: the judge prompt, Jinja over record + response
+    labels: List[LabelConfig] = field(default_factory=list)  # question: the answers a judge may give
+    flag: Optional[str] = None  # question: Jinja rendering the answer that flags the response
+    whole_words: bool = True  # false for Chinese and Korean answers
+    # a dialogue attack's target-turn step: turn (the attacker's message and the reply) | conversation (also the whole
+    # conversation so far, as the target saw it: the `conversation` variable, a list of {role, content})
+    sees: str = field(default="turn", metadata=ADDED)
+
+
+@dataclass
+class JudgingValidation:
+    """How a task's judging steps are measured against human labels: a set of conf/judge_validation.yaml whose rows
+    become the variables the steps' templates read. Its sensitivity and specificity correct the task's rate for the
+    judges' errors (Rogan-Gladen)."""
+
+    set: str = MISSING
+    variables: Dict[str, str] = field(default_factory=dict)  # Jinja over a row of the set
+    # the least Youden J (sensitivity + specificity - 1) of the judging procedure on the set for which the rate is
+    # corrected; below it the card says "not correctable" (the correction divides by J: a small J makes it noise)
+    min_youden: float = 0.5
+
 SEES = ("turn", "conversation")  # what a dialogue attack's step sees: the turn, or the whole conversation so far
 
 
 class Step:
-    """One judging step: how to ask a voter about a response, and how to read its answer."""
+    """One judging step: how to ask a voter about a response, and how to read its answer. A step type is a subclass
+    with its `type` (the name a task's `judges[].type` gives) registered with @step_type; make_step builds the one a
+    task's step config names."""
+
+    type: str
+    vote_fields: frozenset[str] = frozenset({"flagged"})  # the fields a vote of this type records
+    reads_verdicts = False  # its votes are classifier verdicts ({"unsafe", "score", ...}): validation checks them so
 
     def __init__(self, spec, task_name: str):
-        self.spec, self.name, self.type = spec, spec.name, spec.type
+        self.spec, self.name = spec, spec.name
         self.sees = getattr(spec, "sees", "turn")
         self.where = f"task {task_name}: attack.judges[{spec.name}]"
-        if self.type not in STEP_TYPES:
-            raise BenchmarkError(f"{self.where}.type={self.type!r}: use one of {', '.join(STEP_TYPES)}")
         if self.sees not in SEES:
             raise BenchmarkError(f"{self.where}.sees={self.sees!r}: use one of {', '.join(SEES)}")
-        if self.type == "question":
-            if not spec.messages or not spec.labels or not spec.flag:
-                raise BenchmarkError(f"{self.where}: a question step needs messages, labels and flag")
-            self.parse = LabelParser(spec.labels, whole_words=spec.whole_words)
-        elif not spec.input:
-            raise BenchmarkError(f"{self.where}: a classifier step needs input (its named parts)")
 
     def asks(self, v: dict):
-        """What the step asks about a response: a classifier's input (its named parts) or a question's messages."""
+        """What the step asks about a response, from the template variables of the item."""
         if self.sees != "conversation":  # a step that sees the turn alone cannot read the conversation by mistake
             v = {k: x for k, x in v.items() if k != "conversation"}
-        if self.type == "classifier":
-            return {k: render(t, v, f"{self.where}.input.{k}") for k, t in self.spec.input.items()}
+        return self.request(v)
+
+    def request(self, v: dict):
+        raise NotImplementedError
+
+    def ask(self, judge, asked: list) -> list:
+        """A voter's answers to what the step asks (`asks`)."""
+        raise NotImplementedError
+
+    def vote(self, out, v: dict) -> dict:
+        """{"flagged": True/False, or None when the answer cannot be read} plus what the voter said."""
+        raise NotImplementedError
+
+    def record_problem(self, v: dict) -> str | None:
+        """Why the step cannot judge this record (its variables `v`), or None."""
+        return None
+
+    def vote_problems(self, vote: dict, at: str) -> list[tuple[str, str]]:
+        """What in a recorded vote its own fields contradict (a question's label against its answer), where a
+        sample can show it; a vote's shape is checked before."""
+        return []
+
+
+STEPS: dict[str, type[Step]] = {}
+
+
+def step_type(cls: type[Step]) -> type[Step]:
+    """Register a step type by its `type` (a class decorator): task files may name it in judges[].type."""
+    if not (isinstance(cls, type) and issubclass(cls, Step)) or not isinstance(getattr(cls, "type", None), str):
+        raise BenchmarkError(f"{cls!r}: a judging step type is a subclass of kinds.judging.Step with a type")
+    STEPS[cls.type] = cls
+    return cls
+
+
+def make_step(spec, task_name: str) -> Step:
+    if spec.type not in STEPS:
+        raise BenchmarkError(f"task {task_name}: attack.judges[{spec.name}].type={spec.type!r}: use one of "
+                             f"{', '.join(STEPS)}")
+    return STEPS[spec.type](spec, task_name)
+
+
+@step_type
+class ClassifierStep(Step):
+    """A classifier judge reads named parts of the response (`input`) and says unsafe or not."""
+
+    type = "classifier"
+    vote_fields = frozenset({"flagged", "score", "margin"})
+    reads_verdicts = True
+
+    def __init__(self, spec, task_name: str):
+        super().__init__(spec, task_name)
+        if not spec.input:
+            raise BenchmarkError(f"{self.where}: a classifier step needs input (its named parts)")
+
+    def request(self, v: dict):
+        return {k: render(t, v, f"{self.where}.input.{k}") for k, t in self.spec.input.items()}
+
+    def ask(self, judge, asked: list) -> list:
+        return judge.classify([Classify(x) for x in asked])
+
+    def vote(self, out, v: dict) -> dict:
+        vote = {"flagged": bool(out["unsafe"]), "score": out.get("score")}
+        if out.get("margin") is not None:  # a trained judge's distance from its decision boundary
+            vote["margin"] = out["margin"]
+        return vote
+
+
+@step_type
+class QuestionStep(Step):
+    """An LLM judge is asked `messages` about the response; its answer is parsed into one of `labels`, and the
+    response is flagged when that label is the one `flag` renders (e.g. the record's judge_target)."""
+
+    type = "question"
+    vote_fields = frozenset({"flagged", "answer", "label"})
+
+    def __init__(self, spec, task_name: str):
+        super().__init__(spec, task_name)
+        if not spec.messages or not spec.labels or not spec.flag:
+            raise BenchmarkError(f"{self.where}: a question step needs messages, labels and flag")
+        self.parse = LabelParser(spec.labels, whole_words=spec.whole_words)
+
+    def request(self, v: dict):
         return [{"role": m.role, "content": render(m.content, v, f"{self.where}.messages[{i}]")}
                 for i, m in enumerate(self.spec.messages)]
 
     def ask(self, judge, asked: list) -> list:
-        """A voter's answers to what the step asks (`asks`), each judge with its own (deterministic) generation
-        settings."""
-        if self.type == "classifier":
-            return judge.classify([Classify(x) for x in asked])
+        # each judge with its own (deterministic) generation settings
         return judge.generate([Generate(m, judge.generation) for m in asked])
 
     def flag_label(self, v: dict) -> str:
@@ -58,14 +172,35 @@ class Step:
         return self.parse(render(self.spec.flag, v, f"{self.where}.flag"))
 
     def vote(self, out, v: dict) -> dict:
-        """{"flagged": True/False, or None when the answer cannot be read} plus what the voter said."""
-        if self.type == "classifier":
-            vote = {"flagged": bool(out["unsafe"]), "score": out.get("score")}
-            if out.get("margin") is not None:  # a trained judge's distance from its decision boundary
-                vote["margin"] = out["margin"]
-            return vote
         label = self.parse(out)
         return {"flagged": None if label == INVALID else label == self.flag_label(v), "answer": out, "label": label}
+
+    def record_problem(self, v: dict) -> str | None:
+        try:
+            flag = self.flag_label(v)
+        except BenchmarkError as e:
+            return str(e)
+        if flag == INVALID:
+            return (f"{self.name}: flag {render(self.spec.flag, v, self.where)!r} is not one of the answers "
+                    f"{[lab.name for lab in self.spec.labels]}")
+        return None
+
+    def constant_flag(self) -> str | None:
+        """The flagging answer when the flag template reads no record variable (the same for every record), else
+        None: such a step's `flagged` can only be checked by re-running it."""
+        if meta.find_undeclared_variables(SandboxedEnvironment().parse(self.spec.flag)):
+            return None
+        return self.parse(render(self.spec.flag, {}, f"{self.where}.flag"))
+
+    def vote_problems(self, vote: dict, at: str) -> list[tuple[str, str]]:
+        label = self.parse(vote.get("answer"))
+        if vote.get("label") != label:
+            return [(f"{at}.label", f"{vote.get('label')!r} is not what the judge's answer gives: {label!r}")]
+        flag = self.constant_flag()
+        expected = None if label == INVALID else (label == flag if flag is not None else vote["flagged"])
+        if vote["flagged"] is not expected:
+            return [(f"{at}.flagged", f"{vote['flagged']} is not what the label {label!r} gives: {expected}")]
+        return []
 
 
 def judge_step(step: Step, voters, env: dict, tie_policy: str, errors: dict) -> dict:
@@ -95,8 +230,6 @@ def judge_step(step: Step, voters, env: dict, tie_policy: str, errors: dict) -> 
 
 def describe_step(step: Step) -> dict:
     """What a score card records about a judging step: its type and the hash of its prompt (or input)."""
-    from ..hashing import sha256_json
-
     spec = plain(step.spec)
     return {"step_type": step.type,
             "prompt_sha256": sha256_json(

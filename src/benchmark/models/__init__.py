@@ -1,29 +1,11 @@
-"""Model backends: loading one from its config (the names it may use: models/registry.py), and the hash that names
-what a config's model answers (the response cache's key, a card's config_sha256)."""
+"""Model backends: loading one from its config (the names it may use: models/registry.py), and pinning the content a
+backend reads beyond its config into the config's hash (identity.model_sha256)."""
 
 from __future__ import annotations
 
-from omegaconf import OmegaConf
-
 from .. import BenchmarkError
-from ..hashing import sha256_json
 from .base import Backend
 from .registry import backend_class
-
-# Fields that change how a run is executed but not what the model answers.
-_NOT_HASHED = ("name", "metadata", "prices", "tokenizer", "batch_size", "num_concurrent", "max_retries", "retry_wait", "timeout", "device")
-
-
-def model_sha256(cfg) -> str:
-    """What decides the model's answers: the config's values that are not the schema's defaults (a replay's recorded
-    file and a detector's weights through the `sha256` the run pinned in the config: pin_content)."""
-    from ..schema import ModelConfig, essential
-
-    data = essential(OmegaConf.to_container(cfg, resolve=True), ModelConfig)
-    for key in _NOT_HASHED:
-        data.pop(key, None)
-    return sha256_json(data)
-
 
 def pin_content(cfg, data_root: str | None) -> None:
     """Set `cfg.sha256` to the content the backend reads (a replay's recorded file, a detector's weights), so that

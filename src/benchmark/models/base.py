@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from enum import Enum
 
+from omegaconf import OmegaConf
+
+from ..config import ModelConfig
+from ..identity import essential
+from .usage import TOKENIZER
+
 
 class Reach(str, Enum):
     """Where a backend's requests may go, and with which key (Backend.reach)."""
@@ -11,6 +17,15 @@ class Reach(str, Enum):
     LOCAL = "local"  # nowhere a config names: the model runs on this machine (weights may come from the hub)
     ENDPOINT = "endpoint"  # only to the config's base_url, with only the key its api_key_env names (or none)
     ANYWHERE = "anywhere"  # wherever the backend or its library decides, with keys it finds itself
+
+
+# what the suite reads of every model config, whatever its backend
+COMMON_FIELDS = frozenset({"name", "backend", "metadata", "prices", "tokenizer", "sha256", "args", "generation",
+                           "scoring", "batch_size"})
+# the weights of a GGUF or transformers model, and how its prompt is made
+WEIGHTS_FIELDS = frozenset({"pretrained", "gguf_file", "split_weights", "revision", "dtype", "device", "max_length",
+                            "chat_template", "system_prompt"})
+CLASSIFIER_FIELDS = frozenset({"input", "threshold"})
 
 
 class Backend:
@@ -23,6 +38,11 @@ class Backend:
     any model registered in lm-eval (`backend: lm-eval:NAME`)."""
 
     operations: frozenset[str] = frozenset()
+    # what kind of model it runs, as the board groups models: LLM | classifier | recorded answers | other
+    model_kind: str = "other"
+    # the ModelConfig fields it reads beyond COMMON_FIELDS: a shipped config sets no other (tests/test_backends.py),
+    # and a run warns of one a config or an override set (stray_fields); None (a plug-in that does not say): any
+    fields: frozenset[str] | None = None
     # the shape of this backend's answers, part of every cached answer's key: change it when the shape changes, so
     # answers cached in the old shape are never read as the new one ("" for text answers: the model's own words)
     answer_shape: str = ""
@@ -33,6 +53,14 @@ class Backend:
     # a classifier's verdict fields (classify's answers): a submitted verdict holding any other field is refused, so
     # nothing a submitter adds can be read before the backend's own fields (None: this backend gives no verdicts)
     verdict_fields: frozenset[str] | None = None
+
+    @classmethod
+    def stray_fields(cls, cfg) -> list[str]:
+        """The fields the config sets away from the schema's default that this backend does not read."""
+        if cls.fields is None:
+            return []
+        set_here = essential(OmegaConf.to_container(cfg, resolve=True), ModelConfig)
+        return sorted(set(set_here) - COMMON_FIELDS - cls.fields)
 
     @classmethod
     def reach(cls, cfg) -> Reach:
@@ -94,8 +122,6 @@ class Backend:
     def counted_by(cls, cfg) -> frozenset[str]:
         """Who counts this config's tokens (models.usage: "tokenizer", "api"): a backend with its own `usage`
         counts with its tokenizer; one without counts nothing. A card claiming another counter is refused."""
-        from .usage import TOKENIZER
-
         return frozenset({TOKENIZER}) if cls.usage is not Backend.usage else frozenset()
 
     def usage(self, requests: list, answers: list) -> list:

@@ -7,7 +7,8 @@ import time
 from dataclasses import dataclass
 
 from .. import BenchmarkError
-from ..cache import ResponseCache, request_key
+from ..cache import ResponseCache
+from ..identity import request_key
 from .base import Backend
 from .requests import Classify, Generate, LogLikelihood, Replay
 from .usage import Tokens, Usage

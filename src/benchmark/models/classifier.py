@@ -16,6 +16,7 @@ from ..paths import CONF_DIR, judge_folder
 from .base import Backend, Reach, above_threshold
 from .encoders import (DELTA, artifact_sha256, load_classifier, load_tokenizer, logits_of, softmax, tokenize,
                        weights_sha256)
+from .usage import TOKENIZER, Usage
 
 MANIFEST = "judge.json"  # written beside the members' weights: settings, members, threshold, validation figures
 EVALUATION = "evaluation.json"  # written by `evaluate`: the judge's figures on its set's test rows
@@ -98,6 +99,8 @@ class Classifier:
 
 
 class TrainedClassifier(Backend):
+    model_kind = "classifier"
+    fields = frozenset({"pretrained", "device"})
     operations = frozenset({"classify"})
     answer_shape = "verdict-2"  # {"unsafe", "score"}: no label of a task's
     verdict_fields = frozenset({"unsafe", "score", "margin"})
@@ -111,8 +114,6 @@ class TrainedClassifier(Backend):
 
     def usage(self, requests, answers):
         """The tokens the judge's first encoder reads of each input (truncated as it reads them)."""
-        from .usage import TOKENIZER, Usage
-
         manifest = self.judge.manifest
         ids = tokenize(self.judge.tokenizers[0], parts([r.input for r in requests], manifest["with_context"]),
                        manifest["max_length"], manifest["with_context"])

@@ -22,8 +22,8 @@ import numpy as np
 from .. import BenchmarkError
 from ..paths import judge_folder
 from .base import Backend, Reach
-from .encoders import (Pair, artifact_sha256, load_classifier, load_tokenizer, logits_of, softmax,
-                       tokenize)
+from .encoders import Pair, artifact_sha256, load_classifier, load_tokenizer, logits_of, softmax, tokenize
+from .usage import TOKENIZER, Usage
 
 # The five released categories, in the paper's order (Sensitive Topic Continuation is not in the released data).
 CATEGORIES = ["Offending User", "Risk Ignorance", "Unauthorized Expertise", "Toxicity Agreement", "Biased Opinion"]
@@ -127,6 +127,8 @@ class Detector:
 
 
 class DiaSafetyDetector(Backend):
+    model_kind = "classifier"
+    fields = frozenset({"pretrained", "device"})
     operations = frozenset({"classify"})
     requests_go = Reach.LOCAL  # a trained detector on this machine
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
@@ -140,8 +142,6 @@ class DiaSafetyDetector(Backend):
 
     def usage(self, requests, answers):
         """The tokens the detector reads of each input (context and response, truncated as it reads them)."""
-        from .usage import TOKENIZER, Usage
-
         det = self.detector
         pairs = [((r.input.get("context") or None), r.input["response"]) for r in requests]
         return [Usage(len(ids), 0, TOKENIZER) for ids in tokenize(det.tokenizer, pairs, det.max_length,

@@ -10,10 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import BenchmarkError
-from .base import Backend, Reach, above_threshold, utterance_texts
+from .base import CLASSIFIER_FIELDS, Backend, Reach, above_threshold, utterance_texts
+from .weights import local_weights
 
 
 class DetoxifyBackend(Backend):
+    model_kind = "classifier"
+    fields = CLASSIFIER_FIELDS | {"pretrained", "device"}
     operations = frozenset({"classify"})
     requests_go = Reach.LOCAL  # a checkpoint file on this machine
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's
@@ -36,8 +39,6 @@ class DetoxifyBackend(Backend):
 
     @classmethod
     def local_weights(cls, cfg):
-        from .weights import local_weights
-
         return local_weights(cfg)  # the checkpoint file
 
     @classmethod

@@ -13,14 +13,27 @@ import hashlib
 import importlib.util
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .. import BenchmarkError
 from ..files import write_json
-from ..hashing import file_sha256
-from ..schema import Lora
+from ..identity import file_sha256
+from .weights import unpacked
+
+
+@dataclass
+class Lora:
+    """A trained judge's delta over its base encoder (conf: `lora:`): LoRA adapters of rank `r` on the encoder
+    layers, the LayerNorms, pooler and head trained in full (models/encoders.py). Null there trains every weight
+    into a full checkpoint, which does not ship."""
+
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    dtype: str = "float16"  # how the delta is stored; it is computed with in float32
 
 DELTA, DELTA_WEIGHTS = "delta.json", "delta.safetensors"
 # hub id -> the installed package and subfolder that carry its checkpoint (all-MiniLM-L6-v2: package
@@ -44,8 +57,6 @@ def resolve_encoder(name: str) -> str:
     if Path(name).expanduser().is_dir():
         return str(Path(name).expanduser())
     if name in SPLIT_COPIES:
-        from .weights import unpacked
-
         return str(unpacked(*SPLIT_COPIES[name]))
     if name in OFFLINE_COPIES:
         module, sub, _ = OFFLINE_COPIES[name]

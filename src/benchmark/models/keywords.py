@@ -11,6 +11,8 @@ from .base import Backend, Reach
 
 
 class Keywords(Backend):
+    model_kind = "classifier"
+    fields = frozenset({"phrases", "input"})
     operations = frozenset({"classify"})
     requests_go = Reach.LOCAL  # phrases in its config
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's

@@ -23,7 +23,10 @@ import weakref
 from pathlib import Path
 
 from .. import BenchmarkError
-from .base import Backend, Reach
+from .base import WEIGHTS_FIELDS, Backend, Reach
+from .generation import request_seed
+from .lmeval import prompt_text
+from .usage import counted
 from .weights import check_gguf_file, local_weights, locate, weights_source
 
 MIN_TAIL = 2  # prompt tokens evaluated anew after a reused prefix (LlamaCpp._keep_a_tail)
@@ -62,6 +65,8 @@ def cores() -> int:
 
 
 class LlamaCpp(Backend):
+    model_kind = "LLM"
+    fields = WEIGHTS_FIELDS  # dtype and device: read once model.backend=hf switches the engine
     operations = frozenset({"generate", "loglikelihood", "overflow"})
     requests_go = Reach.LOCAL
 
@@ -106,8 +111,6 @@ class LlamaCpp(Backend):
         return self.llm._model.token_get_text(token) if token != -1 else ""
 
     def _context(self, messages: list[dict]) -> str:
-        from .lmeval import prompt_text
-
         def templated(msgs, add_generation_prompt):
             return self._format(messages=msgs).prompt
 
@@ -122,8 +125,6 @@ class LlamaCpp(Backend):
         return len(self._encode(self._context(messages))) + max_new_tokens - self.llm.n_ctx()
 
     def generate(self, conversations, generation, seeds=None):
-        from .generation import request_seed
-
         max_new = int(generation["max_new_tokens"])
         room = self.llm.n_ctx() - max_new
         if room < 1:
@@ -203,8 +204,6 @@ class LlamaCpp(Backend):
 
     def usage(self, requests, answers):
         """Counted with the GGUF's own tokenizer: the prompt as the model reads it, the answer without specials."""
-        from .usage import counted
-
         found = counted(requests, answers, lambda r: len(self._encode(self._context(r.messages))),
                         lambda text: len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)))
         return super().usage(requests, answers) if found is None else found

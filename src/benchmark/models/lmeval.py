@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 
 from .. import BenchmarkError
-from .base import Backend, Reach
+from .base import WEIGHTS_FIELDS, Backend, Reach
+from .generation import PrefixCachedGenerator, request_seed
 from .registry import LMEVAL_PREFIX
+from .usage import API, TOKENIZER, counted
 from .weights import GGUF_BACKENDS, dequantised, load_error, local_weights, locate, weights_source
 
 API_BACKENDS = {"local-chat-completions"}
@@ -179,6 +181,8 @@ VLLM_MISSING = (
 
 
 class LMEvalBackend(Backend):
+    model_kind = "LLM"
+    fields = WEIGHTS_FIELDS | {"trust_remote_code", "base_url", "served_model", "api_key_env", "num_concurrent", "max_retries", "retry_wait", "timeout"}
 
     @classmethod
     def reach(cls, cfg) -> Reach:
@@ -206,7 +210,7 @@ class LMEvalBackend(Backend):
             raise BenchmarkError(VLLM_MISSING.format(name=cfg.name))
         if cfg.backend in API_BACKENDS:
             check_api_settings(cfg)
-            from .api import ChatCompletions as cls
+            from .api import ChatCompletions as cls  # lazy: it subclasses lm-eval's API model (imports lm-eval)
 
             self.operations = frozenset({"generate"})  # a chat API gives no log-likelihoods or context length
         else:
@@ -281,8 +285,6 @@ class LMEvalBackend(Backend):
         return list(self._translated(lambda: self.lm.generate_until(requests, disable_tqdm=True)))
 
     def _hf_generate(self, conversations, generation, seeds):
-        from .generation import PrefixCachedGenerator, request_seed
-
         if self._generator is None:
             self._generator = PrefixCachedGenerator(self.lm.model, self.lm.tokenizer, self.cfg.batch_size,
                                                     self.lm.max_length)
@@ -293,8 +295,6 @@ class LMEvalBackend(Backend):
 
     @classmethod
     def counted_by(cls, cfg) -> frozenset[str]:
-        from .usage import API, TOKENIZER
-
         if cfg.backend in API_BACKENDS:
             return frozenset({API})
         # a model registered in lm-eval counts with its tokenizer where it has one, else by what its server says
@@ -305,7 +305,6 @@ class LMEvalBackend(Backend):
         the model reads it (chat template applied), the answer without special tokens."""
         if self.cfg.backend in API_BACKENDS or not hasattr(self.lm, "tok_encode"):
             return super().usage(requests, answers)
-        from .usage import counted
 
         found = counted(requests, answers, lambda r: len(self.lm.tok_encode(self._context(r.messages))),
                         lambda text: len(self.lm.tok_encode(text, add_special_tokens=False)))

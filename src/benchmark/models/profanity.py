@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from .. import BenchmarkError
-from .base import Backend, Reach, above_threshold, utterance_texts
+from .base import CLASSIFIER_FIELDS, Backend, Reach, above_threshold, utterance_texts
 
 _INPUTS = ("response", "context+response")
 
 
 class ProfanityCheck(Backend):
+    model_kind = "classifier"
+    fields = CLASSIFIER_FIELDS
     operations = frozenset({"classify"})
     requests_go = Reach.LOCAL  # a classifier shipped in a package
     answer_shape = "verdict-2"  # {"unsafe", "score"} (+ "category"): no label of a task's

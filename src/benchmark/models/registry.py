@@ -4,6 +4,7 @@ installed packages register under the entry-point group `benchmark.backends`, an
 
 from __future__ import annotations
 
+import importlib
 from .. import BenchmarkError
 from .base import Backend
 
@@ -44,11 +45,27 @@ def backend_names() -> list[str]:
     return [*BUILTIN, *sorted(plugins()), f"{LMEVAL_PREFIX}NAME"]
 
 
-def backend_class(cfg) -> type[Backend]:
-    import importlib
+def _target(name) -> str | None:
+    """The "module:Class" a backend name resolves to (lm-eval:NAME: lm-eval's, through the hf backend's class)."""
+    return BUILTIN.get(name) or plugins().get(name) or (BUILTIN["hf"] if known_backend(name) else None)
 
+
+def model_kind(name) -> str:
+    """What kind of model a backend runs (Backend.model_kind), "other" for a backend not installed here."""
+    target = _target(name)
+    if target is None:
+        return "other"
+    module, _, attr = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError):
+        return "other"
+    return getattr(cls, "model_kind", "other") if isinstance(cls, type) and issubclass(cls, Backend) else "other"
+
+
+def backend_class(cfg) -> type[Backend]:
     name = cfg.backend
-    target = BUILTIN.get(name) or plugins().get(name) or (BUILTIN["hf"] if known_backend(name) else None)
+    target = _target(name)
     if target is None:
         raise BenchmarkError(f"model {cfg.name}: unknown backend {name!r}; available: {', '.join(backend_names())}")
     module, _, attr = target.partition(":")

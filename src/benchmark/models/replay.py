@@ -10,6 +10,8 @@ data set are scored for the records they cover, and the others are reported as u
 from __future__ import annotations
 
 from .. import BenchmarkError
+from ..data import data_file, load_rows, record_id
+from ..identity import file_sha256
 from ..templates import render
 from .base import Backend, Reach
 
@@ -19,12 +21,12 @@ def normalise(text) -> str:
 
 
 class Replay(Backend):
+    model_kind = "recorded answers"
+    fields = frozenset({"replay"})
     operations = frozenset({"replay"})  # and generate, for a replay matched by text (see generate)
     requests_go = Reach.LOCAL  # a recorded file under data_root
 
     def __init__(self, cfg, data_root: str | None):
-        from ..data import load_rows, record_id
-
         spec = cfg.replay
         if spec is None:
             raise BenchmarkError(f"model {cfg.name}: backend replay needs a `replay:` section (path, output)")
@@ -47,9 +49,6 @@ class Replay(Backend):
 
     @classmethod
     def content_sha256(cls, cfg, data_root):
-        from ..data import data_file
-        from ..hashing import file_sha256
-
         if cfg.replay is None or not data_root:
             return None
         recorded = data_file(data_root, cfg.replay.path, f"model {cfg.name}: replay")

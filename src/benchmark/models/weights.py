@@ -28,7 +28,7 @@ from pathlib import Path
 from .. import BenchmarkError
 from ..paths import cache_root
 from ..files import write_json
-from ..hashing import file_sha256, sha256_json
+from ..identity import file_sha256, sha256_json
 
 PIP = "pip:"
 _DIST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")

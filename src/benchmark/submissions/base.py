@@ -12,6 +12,7 @@ from typing import Any
 
 from ..paths import REPO_ROOT, TASKS_DIR  # noqa: F401  (TASKS_DIR: where the board finds a task's definition)
 from ..safe_yaml import MAX_DEPTH  # collections nested in any submitted value, JSON or YAML (the published: 10)
+from ..composition import compose
 
 SUBMISSIONS_DIR = REPO_ROOT / "submissions"
 VERIFIER_KEYS = SUBMISSIONS_DIR / "verifier_keys.json"
@@ -132,8 +133,6 @@ def _within_bounds(value: dict | list, depth: int) -> None:
 def task_registry() -> dict[str, dict]:
     """Every task in tasks/, composed as a run would compose it (inherited fields included), by name."""
     from omegaconf import OmegaConf
-
-    from ..schema import compose
 
     tasks = {}
     for path in sorted(TASKS_DIR.glob("*.yaml")):

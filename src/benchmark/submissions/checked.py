@@ -25,9 +25,11 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import BenchmarkError
-from ..hashing import file_sha256, sha256_json
-from .base import VERIFIER_KEYS, Problem
+from .. import __version__, BenchmarkError
+from ..identity import file_sha256, sha256_json
+from ..paths import CONF_DIR, PACKAGE_DIR, TASKS_DIR, cache_root
+from .base import VERIFIER_KEYS, Problem, task_registry
+from .card import Card, Loaded
 from .summary import Summary
 
 STORE_FILE = "checks.sqlite"
@@ -36,17 +38,12 @@ TABLES = ("hashes", "cards", "given", "models", "registry", "shown", "folders")
 
 def default_path() -> Path:
     """$BENCHMARK_CHECKS, or checks.sqlite in the suite's cache folder ($BENCHMARK_CACHE/board/)."""
-    from ..paths import cache_root
-
     return Path(os.environ.get("BENCHMARK_CHECKS") or cache_root() / "board" / STORE_FILE).expanduser()
 
 
 @functools.lru_cache(maxsize=1)
 def suite_fingerprint() -> str:
     """The suite as it checks: its version, every file of its code, configs and tasks, and the verifier keys."""
-    from .. import __version__
-    from ..paths import CONF_DIR, PACKAGE_DIR, TASKS_DIR
-
     h = hashlib.sha256(__version__.encode())
     roots = dict.fromkeys(p.resolve() for p in (PACKAGE_DIR, CONF_DIR, TASKS_DIR))
     for root in roots:
@@ -164,8 +161,6 @@ class CheckStore:
     def loaded(self, slot: str, key: str):
         """What loading a model folder, or a whole submissions folder, gave (submissions.Loaded), kept in its `slot`
         (one per folder: a folder's newer result replaces its older one) for the key of its entries as they were."""
-        from . import Card, Loaded
-
         value = self._get("folders", slot)
         if value is None or value[:len(key) + 1] != key + "\n":
             return None
@@ -191,8 +186,6 @@ class CheckStore:
 
     def registry(self) -> dict[str, dict]:
         """base.task_registry(), kept: composing every task costs about a second per process."""
-        from .base import task_registry
-
         found = key("registry", os.environ.get("BENCHMARK_DATA_ROOT"))
         value = self._get("registry", found)
         if value is not None:

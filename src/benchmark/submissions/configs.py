@@ -12,6 +12,10 @@ import math
 from pathlib import PurePosixPath
 from typing import Any, get_args, get_type_hints
 
+from .. import safe_yaml
+from ..config import ModelConfig
+from ..models.registry import backend_names, known_backend
+from ..models.weights import valid_split_weights
 from .base import MAX_CONFIG_BYTES, Problem
 
 # backend arguments a submitted config may pass through `args`: how the model is served, never what code runs
@@ -22,8 +26,6 @@ ALLOWED_ARGS = {"tensor_parallel_size", "data_parallel_size", "gpu_memory_utiliz
 
 def read_yaml(path) -> Any:
     """A submitted model config: UTF-8, small, no tags, no repeated keys, no aliases (safe_yaml)."""
-    from .. import safe_yaml
-
     return safe_yaml.load(path, aliases=False, max_bytes=MAX_CONFIG_BYTES)
 
 
@@ -73,8 +75,6 @@ def _config_problems(blob: str, allow_remote_code: bool, prefix: str, types: boo
 
 def _shape_problems(data: dict, prefix: str) -> list[Problem]:
     """No key that names code (_target_), no interpolation, no key the config's dataclass does not have."""
-    from ..schema import ModelConfig
-
     problems = []
 
     def walk(value, path):
@@ -112,9 +112,6 @@ def _shape_problems(data: dict, prefix: str) -> list[Problem]:
 def _value_problems(data: dict, prefix: str, allow_remote_code: bool, types: bool) -> list[Problem]:
     """The name and a known backend, paths inside their folders, allowed backend arguments only, no remote code
     unless allowed, and (types) every value of its field's type."""
-    from ..models.registry import backend_names, known_backend
-    from ..schema import ModelConfig
-
     problems = [Problem("", f"{prefix}{key}", "missing") for key in ("name", "backend") if not data.get(key)]
     backend = data.get("backend")
     if backend and not known_backend(backend):
@@ -171,15 +168,11 @@ def model_config_node(data: dict):
     """A checked model config as the typed node a run uses (only after check_model_config passed)."""
     from omegaconf import OmegaConf
 
-    from ..schema import ModelConfig
-
     return OmegaConf.merge(OmegaConf.structured(ModelConfig), data)
 
 
 def full_config(data: dict, cls=None) -> dict:
     """A config with every field its dataclass defaults (plain dicts: cheap enough for a thousand cards)."""
-    from ..schema import ModelConfig
-
     cls = cls or ModelConfig
     nested = _fields(cls)
     out = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
@@ -208,8 +201,6 @@ def _path_problems(data: dict, where: str, prefix: str) -> list[Problem]:
         elif field == "gguf_file" and len(parts) != 1:
             problems.append(Problem(where, f"{prefix}{field}", f"{value!r}: a file name inside pretrained"))
     if data.get("split_weights") is not None:
-        from ..models.weights import valid_split_weights
-
         problems += [Problem(where, f"{prefix}{key}", message) for key, message in
                      valid_split_weights(data.get("backend"), data.get("gguf_file"), data["split_weights"])]
     return problems

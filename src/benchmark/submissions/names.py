@@ -3,7 +3,7 @@ imitate a published model's name, and its cards are not a published model's resu
 
 - Portable names (`unportable`): no device name Windows reserves (CON, PRN, AUX, NUL, COM0-9, LPT0-9, CONIN$,
   CONOUT$, CLOCK$, in any case, with any extension), none of < > : " / \\ | ? *, no control character, no dot or
-  space at the end, at most 100 characters. `run_folder.check_name` and packaging refuse such a name too.
+  space at the end, at most 100 characters. `run/folder.py` `check_name` and packaging refuse such a name too.
 - Look-alike names (`skeleton`): two names that read the same once look-alike characters are read as one (a
   TR39-style skeleton: compatibility forms and accents apart and dropped, invisible characters dropped, Cyrillic,
   Greek and other Latin look-alikes read as the Latin letter, case folded, then 0 as o, 1, I, i and | as l, 5 as s,
@@ -35,39 +35,14 @@ import weakref
 from collections import OrderedDict
 from pathlib import Path
 
-from ..hashing import file_sha256, sha256_json
+from .. import BenchmarkError
+from ..identity import file_sha256, sha256_json
+from ..kinds import kind_class
+from ..submissions.signing import verification_problems
 from . import checked
-from .base import CARD_SUFFIX, MAX_FILES, SAMPLES_SUFFIX, Problem, name_key
-
-MAX_NAME = 100  # characters of a model's name, which is its folder's (base.FOLDER, base.NAME)
-FORBIDDEN = '<>:"/\\|?*'  # in a file name on Windows (and / everywhere)
-RESERVED = frozenset({"con", "prn", "aux", "nul", "conin$", "conout$", "clock$",
-                      *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))})
-
-
-def unportable(name) -> str | None:
-    """Why `name` cannot name a folder on every common file system (Windows' rules are the strictest), or None."""
-    if not isinstance(name, str) or not name:
-        return "an empty name cannot name a folder"
-    if len(name) > MAX_NAME:
-        return f"{len(name)} characters: a model's name, which names its folder, has at most {MAX_NAME}"
-    control = next((c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None)
-    if control is not None:
-        return f"holds the control character {control!r}: a folder's name holds printable characters only"
-    forbidden = next((c for c in name if c in FORBIDDEN), None)
-    if forbidden is not None:
-        return f"holds {forbidden!r}: no folder's name on Windows holds any of < > : \" / \\ | ? *"
-    if name[-1] in ". ":
-        return (f"ends with a {'dot' if name[-1] == '.' else 'space'}: Windows drops a dot or a space at the end of a "
-                "name, so the folder would be called otherwise there")
-    if name[0] == " ":
-        return "starts with a space: a folder's name does not, or it reads as another on a command line or a page"
-    device = name.split(".", 1)[0].rstrip(" ").casefold()
-    if device in RESERVED:
-        return (f"{device.upper()} is a device name Windows reserves (CON, PRN, AUX, NUL, COM0-9, LPT0-9, CONIN$, "
-                "CONOUT$, CLOCK$), in any case and with any extension: no folder can have that name there")
-    return None
-
+from .base import CARD_SUFFIX, MAX_FILES, SAMPLES_SUFFIX, Problem, name_key, task_registry
+from .card import card_bytes, parse_card
+from .samples import DATA_KEYS, read_samples
 
 # ---------------------------------------------------------------------------------------------------- look-alikes
 
@@ -222,9 +197,6 @@ def _card_paths(folder: Path) -> list[Path]:
 
 def _verified(path: Path) -> bool:
     """Whether the card is verified by a listed verifier key (its signature over the card as it is)."""
-    from . import card_bytes, parse_card
-    from .signing import verification_problems
-
     try:
         card = parse_card(path, card_bytes(path))
         block = card.get("verification")
@@ -287,11 +259,6 @@ def _outputs_sha256(path: Path, sha: str, task: str, store=None) -> str | None:
 def _read_outputs(path: Path, task: str) -> tuple[str | None, str | None]:
     """The outputs' hash (None: not a readable samples file of a known task) and the sha256 of the file as it was
     before it was read and still is after (None: it changed, or cannot be read)."""
-    from .. import BenchmarkError
-    from ..kinds import kind_class
-    from .base import task_registry
-    from .samples import DATA_KEYS, read_samples
-
     try:
         before = file_sha256(path)
         known = task_registry().get(task)

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import functools
 
+from ..composition import compose
+from ..config import GenerationConfig
+from ..kinds import make_kind
+from ..run.roles import judge_panel
 from .configs import full_config
 
 # what a judge's config may set differently from the shipped one without changing its verdicts
@@ -17,10 +21,6 @@ _RUNTIME = ("batch_size", "num_concurrent", "max_retries", "retry_wait", "timeou
 def standard_panel(task: str) -> tuple[dict, dict]:
     """({(step, voter): the judge's config as shipped, runtime fields left out}, {voter: its pinned artifact's sha256})."""
     from omegaconf import OmegaConf
-
-    from ..kinds import make_kind
-    from ..roles import judge_panel
-    from ..schema import compose
 
     cfg = compose([f"task={task}"])
     voters, models = judge_panel(cfg, make_kind(cfg.task, cfg.model))
@@ -67,8 +67,6 @@ def fixed_generation(task: str) -> dict | None:
     that does not generate."""
     from omegaconf import OmegaConf
 
-    from ..schema import compose
-
     cfg = compose([f"task={task}"])
     section = _PROTOCOL.get(cfg.task.kind)
     if section is None:
@@ -82,8 +80,6 @@ def protocol_status(card: dict) -> str | None:
     setting the task does not fix (stop strings, top_k, ...) at the suite's default. A config that cuts answers at a
     stop string, say, measures another thing, so its card is shown apart and never ranked."""
     from dataclasses import asdict
-
-    from ..schema import GenerationConfig
 
     fixed = fixed_generation(card["task"]["name"])
     if fixed is None:

@@ -22,14 +22,22 @@ from pathlib import Path
 import jsonschema
 
 from .. import BenchmarkError
-from ..hashing import file_sha256
+from ..composition import compose, task_schema
+from ..identity import essential, file_sha256, model_sha256, reference_sha256, task_sha256
+from ..kinds import kind_class, make_kind, registered, score
+from ..kinds.judging import describe_step
+from ..metrics import PUBLISHED_RESAMPLES, PUBLISHED_SEED
+from ..models.weights import Fingerprint, WeightFile
+from ..run.roles import NOT_MEASURED
+from ..run.scorecard import load_schema
+from ..run.validity import validation_sets
+from ..submissions.signing import verification_problems
 from . import checked
 from .base import CARD_SUFFIX, KEY_NAME, MAX_BOOTSTRAP, SAMPLES_SUFFIX, Problem, task_registry
 from .checked import CheckStore, Given
 from .configs import check_model_config, full_config, model_config_node
 from .privacy import private_values
 from .samples import DATA_KEYS, read_samples
-from .signing import verification_problems
 from .usage import usage_problems
 from .votes import Votes, voter_problems
 
@@ -37,30 +45,22 @@ DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3}|\.\d{6})?
 
 
 def _validator() -> jsonschema.Draft202012Validator:
-    from ..kinds import registered
-
     return _validator_for(tuple(registered()))
 
 
 @functools.lru_cache(maxsize=4)
 def _validator_for(kinds: tuple[str, ...]) -> jsonschema.Draft202012Validator:
-    from ..scorecard import load_schema
-
     return jsonschema.Draft202012Validator(load_schema())
 
 
 @functools.lru_cache(maxsize=None)
 def _task_sha256(name: str) -> str:
-    from ..schema import task_sha256
-
-    return task_sha256(task_registry()[name])
+    return task_sha256(task_registry()[name], task_schema())
 
 
 def _essential_task(config) -> dict:
     """A task's definition without the values its schema gives by default: a field added to the schema later, with
     a default that keeps today's behaviour, leaves every earlier card's definition the task's."""
-    from ..schema import essential, task_schema
-
     return essential(config, task_schema())
 
 
@@ -121,8 +121,6 @@ def _pinned_problems(card: dict, known: dict, where: str) -> list[Problem]:
 
 def _config_problems(card: dict, where: str, thorough: bool, allow_remote_code: bool) -> list[Problem]:
     """Every config on the card follows the rules for submitted configs; thorough: its hash is recomputed."""
-    from ..models import model_sha256
-
     problems = []
     for prefix, entry in _roles(card):
         found = check_model_config(entry["config"], where, allow_remote_code, prefix + "config.", thorough)
@@ -135,8 +133,6 @@ def _config_problems(card: dict, where: str, thorough: bool, allow_remote_code: 
 
 def _weights_problems(entry: dict, where: str, prefix: str) -> list[Problem]:
     """An entry's optional `weights` (the files loaded from the machine it ran on) are what its config pins."""
-    from ..models.weights import Fingerprint, WeightFile
-
     weights = entry.get("weights")
     if weights is None:
         return []
@@ -312,8 +308,6 @@ def _task_problems(path: Path, card: dict, known: dict, where: str) -> list[Prob
 
 def _statistics_problems(run: dict, where: str) -> list[Problem]:
     """The intervals are the suite's: its resamples and seed (a run's defaults), never the submitter's choice."""
-    from ..metrics import PUBLISHED_RESAMPLES, PUBLISHED_SEED
-
     problems = []
     for key, fixed in (("bootstrap", PUBLISHED_RESAMPLES), ("seed", PUBLISHED_SEED)):
         if type(run.get(key)) is not int or run[key] != fixed:
@@ -333,16 +327,12 @@ def _derivation_problems(path: Path, kind, samples: list[dict]) -> list[Problem]
 
 @functools.lru_cache(maxsize=None)
 def _composed_task(name: str):
-    from ..schema import compose
-
     return compose([f"task={name}"]).task
 
 
 def rescored(card: dict, samples: list[dict], kind=None) -> tuple[dict, dict]:
     """The card's metrics and breakdown computed again from its samples by the task's own scoring (the card's
     resamples and seed, and its judges' outcome on their labelled set)."""
-    from ..kinds import score
-
     kind = kind or _kind(card)
     return score(kind, samples, card["run"]["bootstrap"], card["run"]["seed"], card.get("judging_validation"))
 
@@ -352,11 +342,7 @@ def _validation_problems(card: dict, known: dict, where: str) -> list[Problem]:
     flags are the judges' own: only re-running them, as verify does, can check those)."""
     import hashlib
 
-    from ..roles import NOT_MEASURED
-    from ..validity import validation_sets
-
     outcome = card.get("judging_validation")
-    from ..kinds import kind_class
 
     section = kind_class(known["kind"]).section
     declared = ((known.get(section) or {}).get("validation") or {}).get("set")
@@ -380,15 +366,11 @@ def _validation_problems(card: dict, known: dict, where: str) -> list[Problem]:
 
 
 def _kind(card: dict):
-    from ..kinds import make_kind
-
     return make_kind(_composed_task(card["task"]["name"]), model_config_node(card["model"]["config"]))
 
 
 def _steps(card: dict) -> dict[str, dict]:
     """The task's judging steps, name -> what a card records of each (step_type, prompt_sha256)."""
-    from ..kinds.judging import describe_step
-
     return {s.name: describe_step(s) for s in getattr(_kind(card), "steps", None) or []}
 
 
@@ -421,7 +403,6 @@ def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root
                                                        f"{card['samples']['n']} (dataset.n {card['dataset']['n']})"))
     if problems or given.late:
         return problems or placed(given.late)
-    from ..kinds import kind_class
 
     version = card.get("metrics_version", 1)
     kind = kind_class(card["task"]["kind"])
@@ -444,11 +425,7 @@ def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root
 
 def _given(path: Path, card: dict, known: dict, data_root: str | None) -> Given:
     """What the samples file gives under the card's task: its problems, its size, its metrics and breakdown."""
-    from ..kinds import reference_sha256
-
     try:
-        from ..kinds import kind_class
-
         fields = kind_class(card["task"]["kind"]).packaged_fields
         samples = read_samples(path, fields | set(DATA_KEYS))  # texts: reported below
     except BenchmarkError as e:
@@ -474,7 +451,7 @@ def _given(path: Path, card: dict, known: dict, data_root: str | None) -> Given:
         return given
     try:
         kind = _kind(card)
-        if reference_sha256(kind, samples) != known["pinned"]["reference_sha256"]:
+        if reference_sha256(kind.reference_fields, samples) != known["pinned"]["reference_sha256"]:
             differing = _differing_ids(card, kind, samples, data_root)
             given.late = [("samples", "target", "the samples' ids, gold labels or groups are not the task's own "
                                                 "(their reference_sha256 differs from the task's pinned one)"
@@ -496,10 +473,9 @@ def _differing_ids(card: dict, kind, samples: list[dict], data_root: str | None)
     does not have)."""
     if not data_root:
         return []
-    from ..runner import usable_records
 
     try:
-        _, items, _ = usable_records(kind, data_root)
+        _, items, _ = kind.usable_records(data_root)
     except BenchmarkError:
         return []
     truth = {r["id"]: kind.reference(r) for r in items}

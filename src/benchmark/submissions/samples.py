@@ -12,7 +12,8 @@ import zlib
 from pathlib import Path
 
 from .. import BenchmarkError
-from ..hashing import sha256_json
+from ..identity import sha256_json
+from ..kinds import KINDS
 from .base import MAX_SAMPLE_LINE, MAX_SAMPLES, MAX_SAMPLES_BYTES, MAX_VALUES, json_values, strict_json
 from .privacy import scrub
 
@@ -31,8 +32,6 @@ def strip_sample(sample: dict, task_texts: frozenset[str] = frozenset()) -> dict
     the seed sentence); the model's outputs and the judgements kept; errors scrubbed of private values.
     `task_texts` (task_strings: the task definition's own, such as its labels) stay as they are where the data set
     holds them too: an answer "Offending User" is the model's label, not a copy of the record's category."""
-    from ..kinds import KINDS
-
     texts = set().union(*(_strings(sample.get(k)) for k in DATA_KEYS)) - task_texts
     said = {f for kind in KINDS.values() for f in kind.said_fields}
 

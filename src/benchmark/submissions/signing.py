@@ -10,13 +10,8 @@ import os
 from pathlib import Path
 
 from .. import BenchmarkError
-from ..hashing import sha256_json
+from ..identity import card_sha256, sha256_json
 from .base import VERIFIER_KEYS, Problem
-
-
-def card_sha256(card: dict) -> str:
-    """The hash a verification is bound to: the card without its verification block."""
-    return sha256_json({k: v for k, v in card.items() if k != "verification"})
 
 
 def verifier_keys() -> dict[str, str]:

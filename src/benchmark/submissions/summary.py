@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ..models import registry
+
 
 class Metric(NamedTuple):  # a tuple: a board builds hundreds of thousands of them at start
     """One metric of a card: a share (no unit) or a value in its unit, with its 95% interval."""
@@ -58,16 +60,11 @@ MODEL_KINDS = ["LLM", "classifier", "recorded answers", "other"]
 
 
 def model_kind(backend) -> str:
-    """What kind of model a card measures, from its backend: a language model run by the suite, a classifier, or
-    recorded answers replayed (a chatbot's published generations, an LLM's recorded predictions)."""
-    from ..models.registry import BUILTIN, LMEVAL_PREFIX
-
-    module = BUILTIN.get(backend, "").partition(":")[0]
-    if module.endswith((".lmeval", ".llamacpp")) or str(backend).startswith(LMEVAL_PREFIX):
-        return "LLM"
-    if module.endswith(".replay"):
-        return "recorded answers"
-    return "classifier" if module else "other"
+    """What kind of model a card measures, as its backend declares it (models/base.py: Backend.model_kind): a
+    language model run by the suite, a classifier, or recorded answers replayed (a chatbot's published generations,
+    an LLM's recorded predictions)."""
+    kind = registry.model_kind(backend)
+    return kind if kind in MODEL_KINDS else "other"
 
 
 @dataclass(frozen=True)

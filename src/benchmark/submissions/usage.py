@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..models.registry import backend_class
 from ..models.usage import Tokens
-from ..scorecard import run_cost
+from ..run.scorecard import run_cost
 from .configs import model_config_node
 
 

@@ -6,12 +6,11 @@ themselves say (that the classifier gave that score) rests on `submit verify`, w
 
 from __future__ import annotations
 
+from ..kinds.judging import STEPS
 from ..models.registry import backend_class
 from .configs import model_config_node
 
 # what kinds/judging.py records of a vote: a classifier's flag, score and margin; a question's answer and label
-VOTE_FIELDS = {"classifier": frozenset({"flagged", "score", "margin"}),
-               "question": frozenset({"flagged", "answer", "label"})}
 ROLE_NAMES = ("model", "attacker")  # a voter may not be called as another role is
 
 
@@ -82,12 +81,13 @@ class Votes:
             for voter, vote in votes.items():
                 if not isinstance(vote, dict):
                     continue  # the task's derivation names it
-                extra = sorted(set(vote) - VOTE_FIELDS.get(self.steps.get(step), frozenset()), key=str)
+                extra = sorted(set(vote) - getattr(STEPS.get(self.steps.get(step)), "vote_fields", frozenset()), key=str)
                 if extra:
                     problems.append((f"{where}.{voter}", f"holds {extra[0]!r}, which no vote records"))
-                elif self.steps.get(step) == "classifier" and isinstance(vote.get("flagged"), bool):
+                elif (kind := STEPS.get(self.steps.get(step))) and kind.reads_verdicts \
+                        and isinstance(vote.get("flagged"), bool):
                     problems += self._verdict_problems(mine[voter], {"unsafe": vote["flagged"], **vote},
-                                                       f"{where}.{voter}", fields=VOTE_FIELDS["classifier"] | {"unsafe"})
+                                                       f"{where}.{voter}", fields=kind.vote_fields | {"unsafe"})
         return problems
 
     @staticmethod

@@ -8,11 +8,14 @@ and `evaluate`, the Python entry point (what lm-eval's simple_evaluate is to lm-
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
-from . import BenchmarkError
-from .paths import CONF_DIR, TASKS_DIR
+from .. import BenchmarkError
+from ..judge.train import shipped, trained_status
+from ..paths import CONF_DIR, TASKS_DIR
+from ..run.estimate import summary
+from ..run.runner import plan
+from ..submissions.base import task_registry
 
 GROUPS = {"tasks": TASKS_DIR, "models": CONF_DIR / "model", "judges": CONF_DIR / "judge",
           "attackers": CONF_DIR / "attacker"}
@@ -43,8 +46,6 @@ def describe(group: str) -> list[tuple[str, str]]:
     from omegaconf import OmegaConf
 
     if group == "tasks":
-        from .submissions.base import task_registry
-
         return [(name, f"{t['language']}  {t['kind']:<16} {_first_sentence(t.get('description') or '')}")
                 for name, t in sorted(task_registry().items())]
     out = []
@@ -65,7 +66,6 @@ def listing(what: str | None = None) -> str:
         width = max((len(n) for n, _ in rows), default=0) + 2
         lines += [f"{group} ({GROUPS[group]}):"] + [f"  {name:<{width}}{line}" for name, line in rows] + [""]
         if group == "judges":  # the judges the suite trains: here or not, and how good
-            from .judge.train import shipped, trained_status
 
             names = shipped()
             width = max(len(n) for n in names) + 2
@@ -77,9 +77,6 @@ def listing(what: str | None = None) -> str:
 def preview(cfg, n: int) -> str:
     """What a run would ask for its first n records: every request, to the model, the attacker and the judges (a
     judge's request shows where the model's answer goes). Plans the run (records, configs, hashes); loads no model."""
-    from .estimate import summary
-    from .runner import plan
-
     p = plan(cfg, pin=False)
     lines = [f"task {cfg.task.name} ({cfg.task.kind}), model {cfg.model.name}: {len(p.items)} records; the first "
              f"{min(n, len(p.items))}:", ""]
@@ -94,38 +91,3 @@ def preview(cfg, n: int) -> str:
         lines.append("")
     lines += summary(p)
     return "\n".join(lines).rstrip()
-
-
-def _value(value) -> str:
-    """A Python value as a Hydra override's value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(_value(v) for v in value) + "]"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    text = str(value)
-    return text if re.fullmatch(r"[\w./:@+-]+", text) else "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def evaluate(model: str | None = None, task: str | None = None, overrides: list[str] | tuple[str, ...] = (),
-             **settings) -> dict:
-    """Run `task` on `model` in this process and return the score card (a dict, as `scorecard.json` holds it).
-
-    Settings and fields go as keyword arguments (`limit=50`, `seed=3`) or, for dotted fields, as overrides
-    (`overrides=["model.pretrained=/path", "task.attack.samples=2"]`), exactly as on the command line. The card's
-    folder is the command line's: a rerun resumes, and the models the last call loaded stay loaded for the next.
-
-        import benchmark
-        card = benchmark.evaluate(model="smollm2-135m-instruct", task="diasafety", limit=20)
-        card["metrics"]["macro_f1"]["value"]
-    """
-    from .runner import run
-    from .schema import compose
-
-    given = [*(f"model={model}",) * bool(model), *(f"task={task}",) * bool(task),
-             *(f"{k}={_value(v)}" for k, v in settings.items()), *overrides]
-    card, _ = run(compose(given), given)
-    return card

@@ -16,14 +16,15 @@ import argparse
 import json
 from pathlib import Path
 
-from . import BenchmarkError
+from .. import BenchmarkError
+from ..files import inside
+from ..kinds import kind_class
+from ..run.folder import read_samples
+from ..submissions import read_card
+from .submit import validate
 
 
 def _run(folder: Path) -> tuple[dict, list[dict]]:
-    from .files import inside
-    from .run_folder import read_samples
-    from .submissions import read_card
-
     card_path = folder / "scorecard.json"
     if not card_path.is_file():
         raise BenchmarkError(f"{folder}: no scorecard.json; export a finished run's folder")
@@ -54,8 +55,6 @@ def to_inspect(folder: Path, out: Path | None = None) -> Path:
         write_eval_log,
     )
     from inspect_ai.scorer import Score
-
-    from .kinds import kind_class
 
     card, samples = _run(folder)
     kind = kind_class(card["task"]["kind"])
@@ -128,8 +127,6 @@ def to_hub(folder: Path, repo: str, token: str | None = None, endpoint: str | No
     """A submission folder (model.yaml, cards, samples) uploaded to a Hugging Face dataset repository with
     huggingface_hub; the folder is validated first, so nothing that would not be published is pushed."""
     from huggingface_hub import HfApi
-
-    from .submit import validate
 
     valid, problems = validate([folder])
     if problems or not valid:

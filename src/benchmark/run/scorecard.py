@@ -10,17 +10,18 @@ from pathlib import Path
 
 import jsonschema
 
-from . import BenchmarkError, __version__
-from .files import write_json
-from .paths import CHECKOUT, SCHEMA_FILE
+from .. import __version__, BenchmarkError
+from ..files import write_json
+from ..identity import file_sha256
+from ..kinds import registered
+from ..models.usage import cost
+from ..paths import CHECKOUT, SCHEMA_FILE
 
 SCHEMA_VERSION = 1
 
 
 def load_schema() -> dict:
     """The card's JSON Schema, its task kinds those registered now (kinds.registered)."""
-    from .kinds import registered
-
     schema = json.loads(SCHEMA_FILE.read_text())
     schema["properties"]["task"]["properties"]["kind"]["enum"] = sorted(registered())
     return schema
@@ -78,8 +79,6 @@ def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, sta
     """A run's score card (the shape scorecard.schema.json declares) from its plan (runner.Plan), what executing
     it gave (runner.Execution) and its scores."""
     from omegaconf import OmegaConf
-
-    from .hashing import file_sha256
 
     cfg, task, records = plan.cfg, plan.cfg.task, plan.records
     model_cfg, judge_cfgs, attacker_cfg = cfg.model, plan.judge_cfgs, plan.attacker_cfg
@@ -150,8 +149,6 @@ def declared_prices(model_cfg):
 def run_cost(tokens: dict, configs: dict) -> dict | None:
     """What the tokens asked now cost, per role whose model declares its prices and in total per currency; None
     where no role declares any."""
-    from .models.usage import cost
-
     by_role = {}
     for role, t in tokens.items():
         prices = declared_prices(configs.get(role))

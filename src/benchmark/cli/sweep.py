@@ -23,7 +23,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from .files import write_json
+from ..files import write_json
 
 JOB_FILE = "job.json"
 

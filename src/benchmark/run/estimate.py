@@ -7,6 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..models.lmeval import prompt_text
+from ..models.registry import model_kind
+from ..models.weights import locate
+from .scorecard import declared_prices
+
 CHARS_PER_TOKEN = 4  # where no tokenizer is at hand: about right for English, low for Chinese and Korean
 
 
@@ -28,22 +33,18 @@ class Estimate:
 
 def counter(model_cfg):
     """A function messages -> prompt tokens, and how it counts: the model's tokenizer where one loads without the
-    weights (hf, vllm, llama-cpp; an API model that names its `tokenizer`), else characters / CHARS_PER_TOKEN."""
+    weights (a language model's backend: hf, vllm, llama-cpp; an API model that names its `tokenizer`), else characters / CHARS_PER_TOKEN."""
     source = model_cfg.tokenizer
-    if source is None and model_cfg.backend in ("hf", "vllm", "llama-cpp") and model_cfg.pretrained:
+    if source is None and model_kind(model_cfg.backend) == "LLM" and model_cfg.pretrained:
         source = model_cfg.pretrained
     if source is not None:
         try:
-            from .models.weights import locate
-
             path = locate(model_cfg) if source == model_cfg.pretrained else source  # weights not here: no import
 
             from transformers import AutoTokenizer
 
             kwargs = {"gguf_file": model_cfg.gguf_file} if model_cfg.gguf_file and source == model_cfg.pretrained else {}
             tok = AutoTokenizer.from_pretrained(path, **kwargs)
-
-            from .models.lmeval import prompt_text
 
             def templated(messages, add_generation_prompt):
                 return tok.apply_chat_template(messages, add_generation_prompt=add_generation_prompt, tokenize=False)
@@ -77,8 +78,6 @@ def per_record(p) -> tuple[dict[str, Estimate], str]:
 
 def summary(p) -> list[str]:
     """The estimate for the whole run, in the lines `preview` prints: tokens, and cost at the declared prices."""
-    from .scorecard import declared_prices
-
     estimates, how = per_record(p)
     prompt = sum(e.prompt for e in estimates.values())
     most = sum(e.completion for e in estimates.values())

@@ -18,23 +18,26 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from . import BenchmarkError, __version__, scorecard
+from .. import __version__, BenchmarkError
+from ..cache import ResponseCache
+from ..composition import compose, task_schema
+from ..data import Records
+from ..files import write_json
+from ..identity import model_sha256, reference_sha256, task_sha256
+from ..kinds import Kind, make_kind, score
+from ..kinds.base import Roles
+from ..models import pin_content
+from ..models.base import counts_tokens
+from ..models.cached import CachedModel
+from ..models.registry import backend_class, chunk_size
+from . import scorecard
 from .budget import Budget
-from .estimate import per_record
-from .cache import ResponseCache
 from .collector import long_lived
-from .files import write_json
-from .data import Records
-from .kinds import Kind, make_kind
-from .kinds.base import Roles
-from .models import model_sha256, pin_content
-from .models.registry import backend_class, chunk_size
-from .models.base import counts_tokens
-from .models.cached import CachedModel
+from .estimate import per_record
+from .folder import (append, check_manifest, check_name, lock_folder, prepare_dir, read_json, read_samples, run_dir_for,
+                     sample_settings, write_in_order)
 from .progress import Progress
 from .roles import NOT_MEASURED, BackendPool, attacker_config, judge_facts, judge_panel, judging_validation
-from .run_folder import (append, check_manifest, check_name, lock_folder, prepare_dir, read_json, read_samples,
-                         run_dir_for, sample_settings, write_in_order)
 
 POOL = BackendPool()  # the backends this process keeps loaded between runs
 
@@ -48,31 +51,15 @@ def _plain_task(task):
         raise BenchmarkError(f"task {task.name}: {type(e).__name__}: {e}") from None
 
 
-def usable_records(kind, data_root: str | None):
-    """The task's records as loaded, those it can score, and {"id", "error"} for each of the others."""
-    records = kind.load_records(data_root)
-    malformed = list(records.malformed)
-    items = []
-    for record in records.items:
-        problem = kind.check_record(record)
-        if problem:
-            malformed.append({"id": record["id"], "error": problem})
-        else:
-            items.append(record)
-    return records, items, malformed
-
-
 def pins(task_name: str, data_root: str | None, overrides: tuple[str, ...] = ()) -> dict:
     """The `pinned:` values of a task, derived from its data (python -m benchmark.submit pin TASK)."""
-    from .kinds import reference_sha256
-    from .schema import compose
 
     cfg = compose([f"task={task_name}", *overrides])
     spec = _plain_task(cfg.task)
     kind = make_kind(spec, cfg.model)
-    records, items, malformed = usable_records(kind, data_root)
+    records, items, malformed = kind.usable_records(data_root)
     return {"sha256": records.sha256, "records": len(items), "malformed": [m["id"] for m in malformed],
-            "reference_sha256": reference_sha256(kind, [{"id": r["id"], **kind.reference(r)} for r in items])}
+            "reference_sha256": reference_sha256(kind.reference_fields, [{"id": r["id"], **kind.reference(r)} for r in items])}
 
 
 @dataclass
@@ -146,15 +133,18 @@ def plan(cfg, pin: bool = True) -> Plan:
     voters, judge_cfgs = judge_panel(cfg, kind)
     attacker_cfg = attacker_config(cfg, kind)
     for config in (model_cfg, *judge_cfgs.values(), *([attacker_cfg] if attacker_cfg is not None else [])):
+        stray = backend_class(config).stray_fields(config)
+        if stray:  # an engine swapped by an override often leaves the other engine's settings: said, not refused
+            print(f"warning: model {config.name}: backend {config.backend} does not read "
+                  f"{', '.join(f'model.{k}' for k in stray)}: ignored", file=sys.stderr, flush=True)
         if pin:
             pin_content(config, cfg.data_root)  # local weights too: their fingerprint joins the config's hash
-    from .schema import task_sha256
-
-    hashes = {"model": model_sha256(model_cfg), "task": task_sha256(OmegaConf.to_container(task, resolve=True)),
+    hashes = {"model": model_sha256(model_cfg), "task": task_sha256(OmegaConf.to_container(task, resolve=True),
+                                                                    task_schema()),
               "judges": {key: model_sha256(j) for key, j in judge_cfgs.items()},
               "attacker": model_sha256(attacker_cfg) if attacker_cfg is not None else None}
 
-    records, items, malformed = usable_records(kind, cfg.data_root)
+    records, items, malformed = kind.usable_records(cfg.data_root)
     if cfg.ids:
         wanted = {str(i) for i in cfg.ids}
         unknown = sorted(wanted - {r["id"] for r in items})
@@ -326,7 +316,6 @@ def run(cfg, overrides: list[str] | None = None) -> tuple[dict, Path]:
     started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat(timespec="seconds")
     p = plan(cfg)
     done = execute(p)
-    from .kinds import score
 
     metrics, breakdown = score(p.kind, done.samples, cfg.bootstrap, cfg.seed, done.validation)
     samples_path = p.run_dir / "samples.jsonl"

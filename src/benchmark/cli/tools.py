@@ -10,12 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import BenchmarkError
+from .. import BenchmarkError
+from ..paths import LEADERBOARD_APP
+from .export import main as export
 
 
 def view(argv: list[str]) -> int:
-    from .paths import LEADERBOARD_APP
-
     p = argparse.ArgumentParser(prog="python -m benchmark view",
                                 description="The leaderboard's pages over your run folders (limited runs included)")
     p.add_argument("folder", nargs="?", default="results", type=Path)
@@ -43,6 +43,5 @@ def view(argv: list[str]) -> int:
 def main(command: str, argv: list[str]) -> int:
     if command == "view":
         return view(argv)
-    from .export import main as export
 
     return export(argv)

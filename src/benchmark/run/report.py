@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .kinds import kind_class
-from .text import pct
+from ..kinds import kind_class
+from ..text import pct
 
 
 def _first_error(samples_path: Path) -> str | None:

@@ -11,11 +11,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import BenchmarkError
+from .. import BenchmarkError
+from ..files import write_json
+from ..models.base import counts_tokens
+from ..models.usage import cost
 from .estimate import Estimate
-from .files import write_json
-from .models.base import counts_tokens
-from .models.usage import cost
+from .scorecard import declared_prices
 
 SPENT_FILE = "spent.json"  # beside samples.jsonl: what every invocation on this folder asked for, in total
 
@@ -54,8 +55,6 @@ class Budget:
 
     def __init__(self, cfg, run_dir: Path, roles: dict, estimates: dict[str, Estimate] | None = None,
                  requests_per_record: int = 1):
-        from .scorecard import declared_prices
-
         self.limit_tokens, self.limit_cost = cfg.budget.tokens, cfg.budget.cost
         self.path, self.roles, self.estimates = run_dir / SPENT_FILE, roles, estimates or {}
         self.prices = {role: declared_prices(config) for role, (_, config) in roles.items()}

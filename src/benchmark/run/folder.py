@@ -12,9 +12,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from . import BenchmarkError
-from .files import write_json
-from .hashing import sha256_json
+from .. import BenchmarkError
+from ..files import unportable, write_json
+from ..identity import sha256_json
 
 MIN_FREE_BYTES = 50 * 2**20
 
@@ -26,8 +26,6 @@ def check_name(what: str, name) -> None:
     if not isinstance(name, str) or not NAME.match(name):
         raise BenchmarkError(f"{what}={name!r} cannot name a folder: use letters, digits, . _ - (at most 100, "
                              "starting with a letter or digit)")
-    from .submissions.names import unportable
-
     if why := unportable(name):
         raise BenchmarkError(f"{what}={name!r} cannot name a folder on every file system: {why}")
 

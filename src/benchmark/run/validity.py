@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import metrics as M
-from .labelled import validation_sets
-from .models.requests import Classify
-from .templates import render
+from .. import metrics as M
+from ..data import data_file, load_rows
+from ..identity import records_sha256
+from ..kinds.judging import near_boundary, run_panel
+from ..labelled import validation_sets
+from ..models.requests import Classify
+from ..templates import render
 
 STATS = ("precision", "recall", "specificity", "f1", "macro_f1")
 
@@ -41,8 +44,6 @@ def sets_for(language: str) -> tuple:
 def measure(judge, data_root: str | None, resamples: int, seed: int, sets=None) -> dict:
     """{set name: {n, unsafe (the human-labelled unsafe share), data_sha256, precision, recall, specificity, f1,
     macro_f1 (each {value, ci_low, ci_high, n})}} or {set name: "not measured: <why>"}, on `sets` (default: all)."""
-    from .data import data_file, load_rows, records_sha256
-
     out = {}
     for vs in sets if sets is not None else validation_sets():
         where = f"judge validation set {vs.name}"
@@ -69,9 +70,6 @@ def judge_procedure(spec, steps, judges: dict, tie: str, data_root: str | None) 
     """A task's judging steps, in order (the first that flags decides), run over a labelled set whose rows give the
     steps' variables (`spec`: the task's JudgingValidation). {"set", "n", "data_sha256", "gold", "flagged"} (0/1
     strings, in the set's order), or "not measured: <why>"."""
-    from .data import data_file, load_rows, records_sha256
-    from .kinds.judging import near_boundary, run_panel
-
     sets = {s.name: s for s in validation_sets()}
     if spec.set not in sets:
         return f"not measured: no judge validation set {spec.set!r} (conf/judge_validation.yaml has {sorted(sets)})"

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from omegaconf import OmegaConf
 
-from . import BenchmarkError
-from .hashing import sha256_json
-from .models import load_backend
-from .models.cached import CachedModel
+from .. import BenchmarkError
+from ..identity import sha256_json
+from ..models import load_backend
+from ..models.cached import CachedModel
+from .validity import judge_procedure, measure, sets_for
 
 def judge_panel(cfg, kind) -> tuple[dict[str, list[str]], dict]:
     """The voters of each judging step the task declares, and their model configs by panel key."""
@@ -34,8 +35,6 @@ def judge_panel(cfg, kind) -> tuple[dict[str, list[str]], dict]:
 def judge_facts(judge: CachedModel, cfg) -> dict:
     """What a card records about a judge: the backend's own facts and, for a classifier, its measured agreement with
     human labels (validity.py)."""
-    from .validity import measure, sets_for
-
     facts = judge.backend.describe()
     if not judge.backend.supports("classify"):
         return facts
@@ -51,8 +50,6 @@ NOT_MEASURED = "not measured: the run said judge_validity=false"
 def judging_validation(kind, panel: dict, p, cfg):
     """The task's judging steps on their labelled set, through the run's cached judges (not its judge calls); `p`:
     the run's plan (runner.Plan), for its voters."""
-    from .validity import judge_procedure
-
     if not cfg.judge_validity:
         return NOT_MEASURED
     spec, steps = kind.judging_validation
