@@ -11,26 +11,19 @@ from fakes import FakeModel
 from benchmark import BenchmarkError
 from benchmark.kinds import make_kind
 from benchmark.kinds.base import Roles
-from benchmark.kinds.judging import STEPS, ClassifierStep, JudgeStepConfig, QuestionStep, Step, step_type
+from benchmark.kinds.judging import STEPS, ClassifierStep, JudgeStepConfig, QuestionStep, step_type
 from benchmark.composition import compose
 from benchmark.run.runner import _plain_task
 from benchmark.templates import render
 
 
-class ScoreAbove(Step):
+class ScoreAbove(ClassifierStep):
     """Flags a response whose classifier score is at least the number `flag` renders (a judge's own threshold
-    overridden by the task's)."""
+    overridden by the task's): it asks as a classifier step does and reads the answer its own way."""
 
     type = "score_above"
     vote_fields = frozenset({"flagged", "score"})
-
-    def request(self, v: dict):
-        return {k: render(t, v, f"{self.where}.input.{k}") for k, t in self.spec.input.items()}
-
-    def ask(self, judge, asked: list) -> list:
-        from benchmark.models.requests import Classify
-
-        return judge.classify([Classify(x) for x in asked])
+    reads_verdicts = False
 
     def vote(self, out, v: dict) -> dict:
         return {"flagged": out["score"] >= float(render(self.spec.flag, v, f"{self.where}.flag")), "score": out["score"]}

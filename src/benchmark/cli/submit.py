@@ -453,7 +453,3 @@ def main(argv: list[str] | None = None) -> int:
     except BenchmarkError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
