@@ -26,6 +26,28 @@ def test_without_llama_cpp_python_the_error_says_how_to_install_it_or_which_engi
         load_backend(cfg, allow_remote_code=False)
 
 
+def test_a_build_with_llama_cpps_amx_kernels_is_refused_before_the_model_loads(compose, monkeypatch):
+    from types import ModuleType
+
+    from benchmark.models import load_backend
+
+    loaded = []
+    fake, formats = ModuleType("llama_cpp"), ModuleType("llama_cpp.llama_chat_format")
+    fake.Llama = lambda **kwargs: loaded.append(kwargs)
+    fake.llama_print_system_info = lambda: b"CPU : AVX2 = 1 | AVX512 = 1 | AMX_INT8 = 1 | REPACK = 1 | "
+    formats.Jinja2ChatFormatter = object
+    monkeypatch.setitem(sys.modules, "llama_cpp", fake)
+    monkeypatch.setitem(sys.modules, "llama_cpp.llama_chat_format", formats)
+    cfg = compose(*LLAMA, "task=diasafety").model
+    with pytest.raises(BenchmarkError, match=r"built with llama.cpp's AMX kernels.*GGML_NATIVE=OFF.*backend=hf"):
+        load_backend(cfg, allow_remote_code=False)
+    assert loaded == []
+    fake.llama_print_system_info = lambda: b"CPU : AVX2 = 1 | AVX512 = 1 | REPACK = 1 | "
+    with pytest.raises(Exception):  # past the check: the fake loads nothing a backend can use
+        load_backend(cfg, allow_remote_code=False)
+    assert len(loaded) == 1
+
+
 def test_weights_that_are_not_gguf_are_refused_before_anything_loads(compose, tmp_path):
     from benchmark.models.llamacpp import gguf_path
 

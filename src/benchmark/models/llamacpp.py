@@ -34,6 +34,14 @@ MAX_DEFAULT_CONTEXT = 8192  # llama.cpp allocates the whole key/value cache at l
 MISSING = ("model {name}: backend llama-cpp needs llama-cpp-python, which is not installed here: "
            'pip install -c constraints.txt -e ".[llama-cpp]" (it builds llama.cpp from source: about 20 minutes on '
            "one core), or run this model with model.backend=hf")
+# llama.cpp's AMX kernels (compiled in where the build machine's CPU has AMX, as -march=native does) crash on K-quant
+# weights (segfault in ggml_backend_amx_mul_mat: llama.cpp issue 20824, seen here with Qwen2.5-Coder's Q4_K_M) and
+# give wrong results on Q4_0/Q4_1 (llama.cpp PR 16315): a number from such a build cannot be trusted
+AMX_BUILD = ("model {name}: this llama-cpp-python was built with llama.cpp's AMX kernels (the CPU it was built on has "
+             "AMX), which crash on K-quant weights and compute Q4_0/Q4_1 wrongly; rebuild it without them, naming "
+             "the instruction sets instead of -march=native: CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX2=ON "
+             "-DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=ON\" pip install --force-reinstall --no-cache-dir --no-deps "
+             "llama-cpp-python, or run this model with model.backend=hf")
 
 
 def gguf_path(cfg) -> Path:
@@ -80,10 +88,12 @@ class LlamaCpp(Backend):
 
     def __init__(self, cfg, data_root: str | None = None):
         try:
-            from llama_cpp import Llama
+            from llama_cpp import Llama, llama_print_system_info
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError:
             raise BenchmarkError(MISSING.format(name=cfg.name)) from None
+        if b"AMX_INT8 = 1" in llama_print_system_info():
+            raise BenchmarkError(AMX_BUILD.format(name=cfg.name))
         self.cfg = cfg
         path = gguf_path(cfg)
         args = dict(cfg.args or {})
