@@ -266,7 +266,8 @@ def tasks_page(cards: list, registry: dict) -> None:
 
 def task_numbers(frame: pd.DataFrame) -> list[str]:
     """A task table's figures (formatted to one decimal)."""
-    return [c for c in frame.columns if c not in ("model", "verified", "n", "judges on human labels", "panel")
+    return [c for c in frame.columns if c not in ("model", "verified", "n", "reads the task's language",
+                                                  "judges on human labels", "panel")
             and not c.endswith("95% CI")]
 
 

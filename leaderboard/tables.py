@@ -222,13 +222,24 @@ def task_frame(cards: list, task: str) -> pd.DataFrame:
         if summary.task != task:
             continue
         row = {"model": summary.model, "verified": verified_text(summary.verified), "n": summary.n,
-               "judges on human labels": judge_text(summary.judge), "panel": c.panel or "the task's"}
+               "reads the task's language": reads_language(c), "judges on human labels": judge_text(summary.judge),
+               "panel": c.panel or "the task's"}
         for name, m in c.card["metrics"].items():
             m = Metric.of(m)
             row[name] = shown(m)
             row[f"{name} · 95% CI"] = ci_text(m)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def reads_language(c) -> str:
+    """Whether the model's declared languages include its task's: an English classifier's row on a Korean task is a
+    baseline that cannot read the text, and the board says so beside its score. Blank where the task has several
+    languages or the model declares none."""
+    task, languages = c.card["task"].get("language"), c.summary.metadata.get("languages") or []
+    if task in (None, "multi") or not languages:
+        return ""
+    return "yes" if task in languages else f"no: reads {', '.join(map(str, languages))}"
 
 
 def apart_frame(cards: list) -> pd.DataFrame:

@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 export BENCHMARK_DATA_ROOT="${BENCHMARK_DATA_ROOT:-../shared/data}"
 
 CARDS=(
-  "profanity-check diasafety"
+  "profanity-check diasafety" "profanity-check kosbi"
   "diasafety-detector diasafety"
   "blenderbot-small diasafety_chatbot" "blenderbot-medium diasafety_chatbot" "blenderbot-large diasafety_chatbot"
   "dialogpt-small diasafety_chatbot" "dialogpt-medium diasafety_chatbot" "dialogpt-large diasafety_chatbot"

@@ -908,6 +908,20 @@ def test_parameters_that_are_not_a_size_are_unknown():
     assert T.parse_size("6.2B") == pytest.approx(6.2) and T.parse_size("<1M") == pytest.approx(1e-3)
 
 
+def test_a_task_table_says_whether_each_model_reads_the_tasks_language(fixture_root):
+    T = _tables()
+    cards = S.load(fixture_root).cards
+
+    def column(task):
+        frame = T.task_frame([c for c in cards if c.summary.task == task], task).set_index("model")
+        return frame["reads the task's language"].to_dict()
+
+    # the English classifier's row on a Korean task is a baseline that cannot read it; a Korean model's row reads it
+    assert column("kosbi")["profanity-check"] == "no: reads en"
+    assert column("ricota") == {"ricota-solar": "yes"}
+    assert column("diasafety")["profanity-check"] == "yes"
+
+
 def test_class_f1_of_every_question(fixture_root):
     T = _tables()
     registry = S.task_registry()
