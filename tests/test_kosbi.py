@@ -58,6 +58,24 @@ def test_a_scripted_model_scores_as_counted_by_hand_per_demographic_category(kos
     assert by["n"] == 4 and by["accuracy"] == pytest.approx(0.5)
 
 
+def test_macro_f1_per_demographic_category_is_a_metric_with_its_interval(kosbi):
+    # says unsafe for pairs 3 and 9 only: both 성별 pairs whose gold label is unsafe
+    model = FakeModel(generate=lambda r: "unsafe" if "문장 <3>" in str(r.messages) or "문장 <9>" in str(r.messages)
+                      else "safe")
+    metrics, _ = kosbi.score(kosbi.evaluate(pairs(), Roles(model=model)), resamples=200, seed=0)
+    # 성별 (0 3 6 9): every pair right, macro F1 1.0. 종교 (1 4 7 10): all said safe; safe tp 2 (4 10), fp 2 (1 7):
+    # F1 2/3, unsafe F1 0: macro 1/3. 나이/세대 (2 5 8 11) the same
+    assert metrics["macro_f1.demographic_category.성별"]["value"] == pytest.approx(1.0)
+    assert metrics["macro_f1.demographic_category.종교"]["value"] == pytest.approx(1 / 3)
+    assert metrics["macro_f1.demographic_category.나이_세대"]["value"] == pytest.approx(1 / 3)
+    religion = metrics["macro_f1.demographic_category.종교"]
+    assert religion["n"] == 4 and religion["ci_low"] <= 1 / 3 <= religion["ci_high"] and religion["ci_low"] < religion["ci_high"]
+    cfg = compose(["task=kosbi", "task.classify.group_macro_f1=false"])  # off: accuracy per group only
+    plain = make_kind(_plain_task(cfg.task), cfg.model)
+    assert not any(name.startswith("macro_f1.") for name in
+                   plain.score(plain.evaluate(pairs(), Roles(model=model)), resamples=0, seed=0)[0])
+
+
 def test_a_classifier_reads_the_sentence_as_the_response_to_its_context(kosbi):
     records = pairs()
     model = FakeModel(classify=lambda r: {"unsafe": r.input["response"] in ("문장 <1>", "문장 <3>"), "score": 0.0})

@@ -10,7 +10,6 @@ records (a record's k responses share its prompt, so they are resampled together
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -21,7 +20,7 @@ from .. import BenchmarkError, metrics as M
 from ..labelled import measured_in
 from ..models.cached import Failure
 from ..models.requests import Generate, Replay
-from .base import Kind, Roles
+from .base import Kind, Roles, slug
 from .common import RefusalPhrases, plain, render_messages, variables
 from .derived import panel_problems, votes_of
 from .judging import JudgeStepConfig, JudgingValidation, check_tie, describe_step, make_step, run_panel
@@ -44,10 +43,6 @@ class AttackConfig:
 NONE = "none"  # the verdict of a response that no step flagged
 RESPONSE_FIELDS = frozenset({"text", "verdict", "refusal", "judgements"})  # what a sample records of each response
 PLACEHOLDER = "<the model's response>"  # where a preview shows a judge the response
-def slug(value) -> str:
-    return re.sub(r"[^0-9a-z\u00c0-\uffff]+", "_", str(value).lower()).strip("_")
-
-
 class Attack(Kind):
     packaged_fields = frozenset({"id", "input_sha256", "prompt_sha256", "unmatched", "responses", "group", "error"})
     said_fields = ("responses",)

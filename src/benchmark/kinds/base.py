@@ -8,6 +8,7 @@ A sample is a JSON object: `id`, `error` (None, or why its request failed), the 
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from ..data import load_records
@@ -38,6 +39,12 @@ class Said:
 class Transcript:
     caption: str
     said: list[Said]
+
+
+def slug(value) -> str:
+    """A group's value as the last part of a metric's name (`<metric>.<field>.<slug>`): lower case, any run of
+    spaces, punctuation or brackets one underscore, letters of every script kept."""
+    return re.sub(r"[^0-9a-z\u00c0-\uffff]+", "_", str(value).lower()).strip("_")
 
 
 @dataclass(frozen=True)

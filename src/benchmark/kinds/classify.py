@@ -24,7 +24,7 @@ from ..models.cached import Failure
 from ..models.requests import Classify as ClassifyRequest, Generate, LogLikelihood, Replay
 from ..templates import render
 from ..text import pad, pct
-from .base import Kind, Roles
+from .base import Kind, Roles, slug
 from .common import render_messages, variables
 
 
@@ -66,6 +66,10 @@ class ClassifyConfig:
     # classifier backends say unsafe or not: the task's label for each verdict ({unsafe: LABEL, safe: LABEL})
     classifier_labels: Dict[str, str] = field(default_factory=dict)
     truncate: Optional[TruncateConfig] = None
+    # the macro F1 per value of each group_by field, with its interval, as metrics `macro_f1.<field>.<slug>` (the
+    # board draws them): for groups that hold every class (KoSBi's demographic categories); a group that is a class
+    # (DiaSafety's categories) has accuracy per group in the breakdown, as every classify task
+    group_macro_f1: bool = False
 
 INVALID = "invalid"
 _PREFIX = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?(?:answer|label|category|class|prediction)\s*(?:is)?\s*[:\-=]?\s*", re.I)
@@ -600,6 +604,11 @@ class Classify(Kind):
                     "invalid_rate": float(invalid[mask].mean()),
                 }
             breakdown[f"by_{by}"] = groups
+            if self.spec.group_macro_f1:
+                for value in sorted(set(values)):
+                    mask = np.array([v == value for v in values])
+                    metrics[q.metric(f"macro_f1.{by}.{slug(value)}")] = M.point_and_ci(
+                        M.macro_f1, gold[mask], pred[mask], k, resamples, seed)
         breakdown["predictions"] = dict(Counter(pred_l).most_common())
         return metrics, breakdown
 

@@ -27,8 +27,8 @@ from ..identity import records_sha256
 from ..models.cached import Failure
 from ..models.requests import Generate, Replay
 from ..templates import render
-from .attack import NONE, PLACEHOLDER, corrected, slug
-from .base import Kind, MetricSpec, Roles, Said, Transcript
+from .attack import NONE, PLACEHOLDER, corrected
+from .base import Kind, MetricSpec, Roles, Said, Transcript, slug
 from .common import RefusalPhrases, plain
 from .conversation import Conversation, attacker_history, said_to_target, target_view
 from .derived import judgement_problems, panel_problems, votes_of
