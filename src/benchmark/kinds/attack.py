@@ -43,6 +43,8 @@ class AttackConfig:
 NONE = "none"  # the verdict of a response that no step flagged
 RESPONSE_FIELDS = frozenset({"text", "verdict", "refusal", "judgements"})  # what a sample records of each response
 PLACEHOLDER = "<the model's response>"  # where a preview shows a judge the response
+
+
 class Attack(Kind):
     packaged_fields = frozenset({"id", "input_sha256", "prompt_sha256", "unmatched", "responses", "group", "error"})
     said_fields = ("responses",)

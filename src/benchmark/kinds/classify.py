@@ -603,12 +603,10 @@ class Classify(Kind):
                     "accuracy": float((gold[mask] == pred[mask]).mean()),
                     "invalid_rate": float(invalid[mask].mean()),
                 }
-            breakdown[f"by_{by}"] = groups
-            if self.spec.group_macro_f1:
-                for value in sorted(set(values)):
-                    mask = np.array([v == value for v in values])
+                if self.spec.group_macro_f1:
                     metrics[q.metric(f"macro_f1.{by}.{slug(value)}")] = M.point_and_ci(
                         M.macro_f1, gold[mask], pred[mask], k, resamples, seed)
+            breakdown[f"by_{by}"] = groups
         breakdown["predictions"] = dict(Counter(pred_l).most_common())
         return metrics, breakdown
 
