@@ -352,3 +352,17 @@ def synthetic_root(tmp_path) -> Path:
     for split, n, offset in (("train", 60, 0), ("val", 20, 100), ("test", 20, 200)):
         (folder / f"{split}.json").write_text(json.dumps(synthetic_diasafety(n, offset)))
     return tmp_path / "data"
+
+
+def copy_published(name: str, dst: Path, tasks: tuple[str, ...] = ("diasafety",)) -> Path:
+    """A published model folder's config and its cards of `tasks` (with their samples) copied to `dst`: what a test
+    needs of the folder, whatever other cards it comes to hold."""
+    import shutil
+
+    from benchmark.submissions import MODEL_FILE, SUBMISSIONS_DIR
+
+    dst.mkdir(parents=True)
+    for f in (SUBMISSIONS_DIR / name).iterdir():
+        if f.name == MODEL_FILE or f.name.split(".")[0] in tasks:
+            shutil.copy(f, dst / f.name)
+    return dst

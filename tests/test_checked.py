@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
+from conftest import copy_published
 
 from benchmark import submissions as S
 from benchmark.submissions import rules
@@ -18,7 +18,7 @@ APP = Path(__file__).resolve().parents[1] / "leaderboard" / "app.py"
 
 def _published(root: Path, name: str = "profanity-check", as_name: str | None = None) -> Path:
     folder = root / (as_name or name)
-    shutil.copytree(S.SUBMISSIONS_DIR / name, folder)
+    copy_published(name, folder)
     if as_name:
         import yaml
 

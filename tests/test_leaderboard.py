@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import pandas as pd
 import pytest
+from conftest import copy_published
 
 from benchmark import BenchmarkError
 from benchmark import submissions as S
@@ -28,7 +29,10 @@ from benchmark.submissions.rules import rescored
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "leaderboard" / "app.py"
 SERVER = REPO / "leaderboard" / "serve.py"  # how the board is served: app.py's pages, the cards loaded at its start
-PUBLISHED = ["profanity-check", "diasafety-detector", "blenderbot-small", "dialogpt-small", "ricota-solar"]
+# the published folders the board is shown, and the cards of each it is shown
+PUBLISHED = {"profanity-check": ("diasafety",), "diasafety-detector": ("diasafety",),
+             "blenderbot-small": ("diasafety_chatbot",), "dialogpt-small": ("diasafety_chatbot",),
+             "ricota-solar": ("ricota",)}
 # a model name with Markdown and HTML entities: either would make an element or another text on a page that rendered
 # it (a folder's name holds none of < > : " / \\ | ? *, so raw HTML is the organisation's, below)
 HOSTILE = "&lt;b&gt; ![x](x) [y](z) _e_ `c`"
@@ -118,7 +122,7 @@ def _dialogue_card(dst: Path) -> None:
 def fixture_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("submissions")
     for name in PUBLISHED:
-        shutil.copytree(S.SUBMISSIONS_DIR / name, root / name)
+        copy_published(name, root / name, PUBLISHED[name])
     _copy_as(root / "profanity-check", root / HOSTILE, HOSTILE, organisation="**bold** <script>alert(2)</script>")
     _own_outputs(root / HOSTILE, "diasafety")
     _dialogue_card(root / "dialogue-fixture")
@@ -143,7 +147,7 @@ def app(fixture_root, monkeypatch):
 def _odd(root: Path, name: str, metadata: dict | None = None, edit=None, samples=None) -> None:
     """A copy of the published profanity-check card under another name, with odd metadata, an edited card or
     another samples file (bytes, or a list of samples)."""
-    _copy_as(S.SUBMISSIONS_DIR / "profanity-check", root / name, name)
+    _copy_as(S.SUBMISSIONS_DIR / "profanity-check", root / name, name, tasks=("diasafety",))
     folder = root / name
     if metadata:
         import yaml
@@ -455,7 +459,8 @@ def standing_root(tmp_path_factory) -> tuple[Path, Path]:
             shutil.copy(_published("smollm2-135m-instruct", task) / f, smollm2 / f)
     shutil.copytree(_published("ricota-chatgpt-v1", "ricota"), root / "ricota-chatgpt-v1")
     shutil.copytree(_published(judged[0], "diasafety_chatbot"), root / judged[0])
-    _copy_as(_published("profanity-check", "diasafety"), root / "unsigned-profanity", "unsigned-profanity")
+    _copy_as(_published("profanity-check", "diasafety"), root / "unsigned-profanity", "unsigned-profanity",
+             tasks=("diasafety",))
     _copy_as(_published("ricota-solar", "ricota"), root / "unsigned-ricota", "unsigned-ricota")
     qwen = "qwen2.5-coder-0.5b-instruct"
     _copy_as(_published(qwen, "diasafety"), root / "failed-check", "failed-check", tasks=("diasafety",))
@@ -738,7 +743,7 @@ def test_a_folder_with_a_card_no_table_can_hold_shows_none_of_its_cards(tmp_path
     card = json.loads((tmp_path / "four-cards" / "diasafety.json").read_text())
     card["breakdown"]["per_class"] = [0.5, 0.5]
     (tmp_path / "four-cards" / "diasafety.json").write_text(json.dumps(card))
-    _copy_as(S.SUBMISSIONS_DIR / "profanity-check", tmp_path / "one-card", "one-card")
+    _copy_as(S.SUBMISSIONS_DIR / "profanity-check", tmp_path / "one-card", "one-card", tasks=("diasafety",))
     monkeypatch.setattr(S, "load", _accept_all)
     monkeypatch.setenv("BENCHMARK_SUBMISSIONS", str(tmp_path))
     monkeypatch.delenv("BENCHMARK_DATA_ROOT", raising=False)
@@ -908,9 +913,11 @@ def test_parameters_that_are_not_a_size_are_unknown():
     assert T.parse_size("6.2B") == pytest.approx(6.2) and T.parse_size("<1M") == pytest.approx(1e-3)
 
 
-def test_a_task_table_says_whether_each_model_reads_the_tasks_language(fixture_root):
+def test_a_task_table_says_whether_each_model_reads_the_tasks_language(tmp_path):
     T = _tables()
-    cards = S.load(fixture_root).cards
+    copy_published("profanity-check", tmp_path / "profanity-check", ("diasafety", "kosbi"))
+    copy_published("ricota-solar", tmp_path / "ricota-solar", ("ricota",))
+    cards = S.load(tmp_path).cards
 
     def column(task):
         frame = T.task_frame([c for c in cards if c.summary.task == task], task).set_index("model")

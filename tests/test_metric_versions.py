@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import numpy as np
 import pytest
+from conftest import copy_published
 
 from benchmark import submissions as S
 from benchmark import metrics as M
@@ -56,7 +56,7 @@ def test_a_metric_added_to_a_kind_rejects_no_published_card(balanced_accuracy_ad
 
 def test_a_card_of_the_new_version_must_carry_the_new_metric(balanced_accuracy_added, tmp_path):
     folder = tmp_path / "profanity-check"
-    shutil.copytree(S.SUBMISSIONS_DIR / "profanity-check", folder)
+    copy_published("profanity-check", folder)
     path = folder / "diasafety.json"
     card = json.loads(path.read_text())
     card.pop("verification", None)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
+from conftest import copy_published
 import yaml
 
 from benchmark import submissions as S
@@ -39,7 +39,7 @@ def verifier_key(tmp_path, monkeypatch) -> Path:
 def folder(tmp_path) -> Path:
     """A copy of one published model folder, without its verification (tests edit the card)."""
     root = tmp_path / "submissions"
-    shutil.copytree(S.SUBMISSIONS_DIR / SEED, root / SEED)
+    copy_published(SEED, root / SEED)
     card_path = root / SEED / "diasafety.json"
     card = json.loads(card_path.read_text())
     card.pop("verification", None)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import run_cli
+from conftest import copy_published, run_cli
 from test_dialogue import scripted  # noqa: F401  (a fixture: scripted seeds, attacker and target)
 
 import benchmark
@@ -236,19 +236,17 @@ class FakeHub:
 
 
 def test_a_submission_is_pushed_to_a_dataset_repo(tmp_path, monkeypatch):
-    import shutil
 
     import pytest
 
     from benchmark import BenchmarkError
-    from benchmark import submissions as S
     from benchmark.cli.export import to_hub
 
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "is_offline_mode", lambda: False)  # the tests are offline; this Hub is local
     folder = tmp_path / "profanity-check"
-    shutil.copytree(S.SUBMISSIONS_DIR / "profanity-check", folder)
+    copy_published("profanity-check", folder)
     hub = FakeHub()
     try:
         url = to_hub(folder, "o/r", token="hf_test_token", endpoint=hub.url)

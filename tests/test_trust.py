@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import copy_published
 import yaml
 from test_api_retries import fake_api  # noqa: F401  (a fixture: a scripted chat-completions server)
 from test_submissions import SEED, _set, edit_card, folder, problems_of, verifier_key  # noqa: F401  (fixtures)
@@ -321,7 +322,7 @@ def test_a_card_that_is_a_symlink_to_an_endless_file_is_rejected_at_once(folder)
 
 def _copy_seed_as(root: Path, name: str) -> None:
     dst = root / name
-    shutil.copytree(S.SUBMISSIONS_DIR / SEED, dst)
+    copy_published(SEED, dst)
     model = yaml.safe_load((dst / "model.yaml").read_text())
     model["name"] = name
     (dst / "model.yaml").write_text(yaml.safe_dump(model))

@@ -6,10 +6,10 @@ fields; a judge entry's step type and prompt hash are the task's."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
+from conftest import copy_published
 from test_submissions import SEED, problems_of
 
 from benchmark import submissions as S
@@ -22,7 +22,7 @@ CHATBOT = "blenderbot-small"  # a published replay judged in two steps: profanit
 
 def _copy(tmp_path: Path, name: str, card_name: str) -> Path:
     dst = tmp_path / "submissions" / name
-    shutil.copytree(S.SUBMISSIONS_DIR / name, dst)
+    copy_published(name, dst, (card_name.split(".")[0],))
     card = json.loads((dst / card_name).read_text())
     card.pop("verification", None)
     (dst / card_name).write_text(json.dumps(card))
