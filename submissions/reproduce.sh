@@ -12,7 +12,9 @@
 # asks a model only what it was never asked. A first build from an empty cache takes about six hours on 2 CPU cores:
 # SmolLM2 answering diasafety_chatbot's 10,460 sampled responses about two and a half, Qwen-0.5B's four cards about
 # three (ricota 28 minutes, diasafety 12, toxicchat 66 with other work on the cores, diasafety_chatbot_k1 about 60),
-# Qwen-1.5B's two about one on llama.cpp.
+# Qwen-1.5B's about four on llama.cpp (ricota 48 minutes, diasafety 47, goal_direct_multijail 44 and toxicchat 91 on
+# one core each beside another run, diasafety_chatbot_k1 about 50 on two). A machine whose CPU has AMX needs the
+# llama.cpp build docs/running.md gives.
 #
 # Usage: submissions/reproduce.sh [MODEL/TASK ...]   (no argument: every card; otherwise only the cards named)
 set -euo pipefail
