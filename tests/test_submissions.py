@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import copy_published
 import yaml
+from conftest import copy_published
 
 from benchmark import submissions as S
 from benchmark.paths import REPO_ROOT

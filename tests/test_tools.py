@@ -236,7 +236,6 @@ class FakeHub:
 
 
 def test_a_submission_is_pushed_to_a_dataset_repo(tmp_path, monkeypatch):
-
     import pytest
 
     from benchmark import BenchmarkError
