@@ -354,15 +354,22 @@ def synthetic_root(tmp_path) -> Path:
     return tmp_path / "data"
 
 
-def copy_published(name: str, dst: Path, tasks: tuple[str, ...] = ("diasafety",)) -> Path:
-    """A published model folder's config and its cards of `tasks` (with their samples) copied to `dst`: what a test
-    needs of the folder, whatever other cards it comes to hold."""
+def copy_cards(src: Path, dst: Path, tasks: tuple[str, ...] | None = None) -> Path:
+    """A model folder's config and its cards of `tasks` (every card: None), with their samples, copied to `dst`."""
     import shutil
 
-    from benchmark.submissions import MODEL_FILE, SUBMISSIONS_DIR
+    from benchmark.submissions import MODEL_FILE
 
     dst.mkdir(parents=True)
-    for f in (SUBMISSIONS_DIR / name).iterdir():
-        if f.name == MODEL_FILE or f.name.split(".")[0] in tasks:
+    for f in src.iterdir():
+        if tasks is None or f.name == MODEL_FILE or f.name.split(".")[0] in tasks:
             shutil.copy(f, dst / f.name)
     return dst
+
+
+def copy_published(name: str, dst: Path, tasks: tuple[str, ...] = ("diasafety",)) -> Path:
+    """A published model folder's config and its cards of `tasks`: what a test needs of the folder, whatever other
+    cards it comes to hold."""
+    from benchmark.submissions import SUBMISSIONS_DIR
+
+    return copy_cards(SUBMISSIONS_DIR / name, dst, tasks)

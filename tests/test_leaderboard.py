@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import pandas as pd
 import pytest
-from conftest import copy_published
+from conftest import copy_cards, copy_published
 
 from benchmark import BenchmarkError
 from benchmark import submissions as S
@@ -43,10 +43,7 @@ def _copy_as(src: Path, dst: Path, name: str, organisation: str | None = None, t
              prices: dict | None = None) -> None:
     """A published folder under another model name (its verification no longer applies); `tasks`: only their cards;
     `prices`: what its model declares."""
-    dst.mkdir(parents=True)
-    for f in src.iterdir():
-        if tasks is None or f.name == S.MODEL_FILE or f.name.split(".")[0] in tasks:
-            shutil.copy(f, dst / f.name)
+    copy_cards(src, dst, tasks)
     model = configs.read_yaml(dst / S.MODEL_FILE)
     model["name"] = name
     if prices:
