@@ -6,8 +6,8 @@
 For each card, over the attacker's own turns (turn 2 on: turn 1 is the seed): how many there are, their mean length
 in words, the share holding one of the task's refusal phrases (the attacker declining its role), the share that
 echo the target's previous reply (at least half of the turn's word trigrams appear in that reply), and the share
-that end with a question. Then the activation rate beside the share of activations at turn 1, where the seed alone
-triggered the flag and the attacker had not written a word. Counts only; read the transcripts before trusting them.
+that end with a question. Then the activation rate beside the share of conversations activated at turn 1, where the
+seed alone triggered the flag and the attacker had not written a word. Counts only; read the transcripts before trusting them.
 """
 
 from __future__ import annotations
