@@ -288,6 +288,21 @@ def test_scrub_strips_what_is_private(monkeypatch):
         "an absolute local path", "a private host name or credentials in a URL"}
 
 
+def test_a_packaged_card_keeps_its_tasks_definition_whole(compose):
+    """The task's definition is the suite's task file: a data join's `key: id` is no secret to remove (a card of
+    safetybench_zh would otherwise no longer be its task's), while the rest of the card is scrubbed as ever."""
+    from omegaconf import OmegaConf
+
+    task = {"name": "safetybench_zh", "config": OmegaConf.to_container(compose("task=safetybench_zh").task)}
+    assert task["config"]["data"]["join"]["key"] == "id"
+    card = {"task": task, "model": {"config": {"pretrained": "/home/alice/models/llama", "api_key": "abc"}},
+            "verification": {"verified": True}}
+    out = privacy.scrub_card(card)
+    assert out["task"] == task and out["model"]["config"] == {"pretrained": "<local>/llama", "api_key": "<removed>"}
+    assert "verification" not in out
+    assert privacy.scrub(card)["task"]["config"]["data"]["join"]["key"] == "<removed>"  # what scrub alone would do
+
+
 def test_strip_sample_hashes_data_texts_wherever_they_recur():
     seed = "a harmless opening sentence from the data set"
     sample = {"id": "toxic-chat:1", "input": {"source": "toxic-chat", "seed": seed}, "target": "Offending User",
@@ -382,3 +397,29 @@ def test_packaging_refuses_a_limited_run(compose, data_root, tmp_path, capsys):
     _, path = run(compose("model=profanity-check", "task=diasafety", "limit=5"))
     assert submit_main([str(path.parent), "--to", str(tmp_path / "subs")]) == 2
     assert "run.limit=5: a published card covers the whole split" in capsys.readouterr().err
+
+
+def test_recall_takes_a_cards_answers_when_only_its_figures_are_stale(tmp_path, data_root):
+    """A rebuild after a scoring change (submissions/reproduce.sh): the card's figures are no longer what today's
+    scoring computes, but its answers are still its model's, so recall puts them in the cache; any other problem
+    (here: data that is not the task's) still stops it."""
+    from benchmark import BenchmarkError
+    from benchmark.cli.submit import recall
+
+    folder = copy_published("blenderbot-small", tmp_path / "submissions" / "blenderbot-small", ("diasafety_chatbot",))
+    card_path = folder / "diasafety_chatbot.json"
+
+    def stale(card):
+        card.pop("verification", None)
+        card["metrics"]["unsafe_rate"]["value"] += 0.01
+
+    edit_card(folder, stale, card_path.name)
+    assert any(p.field == "metrics.unsafe_rate" for p in S.load_folder(folder, True, only=card_path,
+                                                                             data_root=str(data_root)).rejected)
+    cache = tmp_path / "cache"
+    assert recall(card_path, str(data_root), cache) == 8080
+    assert (cache / "responses.sqlite").is_file()
+
+    edit_card(folder, lambda card: card["dataset"].update(sha256="0" * 64), card_path.name)
+    with pytest.raises(BenchmarkError, match=r"(?s)does not validate.*dataset\.sha256: 0{64} is not the hash"):
+        recall(card_path, str(data_root), tmp_path / "other-cache")

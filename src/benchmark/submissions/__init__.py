@@ -7,7 +7,7 @@ folder never affects another. The modules, by concern:
 
     base      the folder's layout, the limits, problems, the task registry
     configs   submitted model configs are data (configs.read_yaml, check_model_config)
-    privacy   what never travels in a submission (scrub, private_values)
+    privacy   what never travels in a submission (scrub, scrub_card, private_values)
     samples   the per-sample log, written and read back (strip_sample, write_samples, read_samples)
     signing   verified cards (sign, verification_problems, keygen)
     rules     every rule a card follows, derived values recomputed (check_card)

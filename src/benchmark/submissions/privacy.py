@@ -104,6 +104,17 @@ def scrub(obj: Any, data_root: str | None = None) -> Any:
     return go(obj)
 
 
+def scrub_card(card: dict, data_root: str | None = None) -> dict:
+    """A run's card as it may travel: scrubbed (above), all but its task's definition, which is the suite's own task
+    file (validation holds the card to it, so it carries nothing of the machine) and which scrubbing would only break:
+    a data join's `key: id` reads as a secret's name."""
+    out = scrub({k: v for k, v in card.items() if k != "verification"}, data_root)
+    task = card.get("task")
+    if isinstance(task, dict) and "config" in task:
+        out["task"]["config"] = task["config"]
+    return out
+
+
 def private_values(obj: Any, path: str = "") -> list[tuple[str, str]]:
     """Fields that still hold a local path, a private host, credentials or a token (a hand-made card, or one not
     packaged by `submit`)."""
