@@ -51,8 +51,13 @@ def validation_sets() -> tuple:
     return tuple(OmegaConf.to_object(config).sets)
 
 
-def measured_in(languages: list[str]) -> dict:
-    """For each language of a task's records, the labelled sets in that language its classifier judges are measured
-    on, or that none is."""
-    return {lang: [vs.name for vs in validation_sets() if vs.language == lang] or "not measured: no labelled set in "
-            "this language" for lang in languages}
+def measured_in(languages: list[str], steps) -> dict:
+    """For each language of a task's records, for each judging step: the labelled sets in that language a classifier
+    step's judges are measured on (at run time, the card's judge entries give the figures), or why none is. A question
+    step's answers are measured on no set: no labelled set holds replies judged by its question."""
+    out = {}
+    for lang in languages:
+        sets = [vs.name for vs in validation_sets() if vs.language == lang]
+        out[lang] = {step.name: (sets or "not measured: no labelled set in this language") if step.type == "classifier"
+                     else "not measured: no labelled set holds replies judged by this question" for step in steps}
+    return out
