@@ -78,13 +78,17 @@ def test_the_unsafe_rate_per_language_and_its_gap_to_english_counted_by_hand(mul
     assert metrics["judge_invalid_rate.language.sw"]["value"] == pytest.approx(1 / 8)
     assert metrics["judge_invalid_rate.language.en"]["value"] == 0
     assert metrics["judge_invalid_rate"]["value"] == pytest.approx(1 / 24)
-    # which languages' judging was measured against human labels, step by step: the classifier's on the sets in
-    # that language; the question's on none (no labelled set holds replies judged by it)
-    unmeasured = "not measured: no labelled set holds replies judged by this question"
+    # which languages' judging was measured against human labels, step by step: the classifier's alone on the sets
+    # in that language; the question's only with the classifier, on the task's own set (DiaSafety: English)
+    elsewhere = "not measured in this language: the task's steps are measured together on diasafety (en) only"
     assert breakdown["judges_measured_in"] == {
-        "en": {"utterance": ["diasafety", "toxic_chat"], "harm": unmeasured},
-        "ko": {"utterance": ["kosbi"], "harm": unmeasured},
-        "sw": {"utterance": "not measured: no labelled set in this language", "harm": unmeasured}}
+        "en": {"utterance": ["diasafety", "toxic_chat"], "harm": ["diasafety"]},
+        "ko": {"utterance": ["kosbi"], "harm": elsewhere},
+        "sw": {"utterance": "not measured: no labelled set in this language", "harm": elsewhere}}
+    # a task whose steps have no labelled set of their own: the question is measured nowhere
+    bare, _ = kind_and_records(multijail_root, "task.attack.validation=null")
+    assert bare.score(samples, resamples=50, seed=0)[1]["judges_measured_in"]["en"]["harm"] == (
+        "not measured: no labelled set holds replies judged by this question")
 
 
 def test_the_released_file_is_the_pinned_one_in_ten_languages(compose, data_root):

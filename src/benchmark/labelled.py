@@ -51,13 +51,25 @@ def validation_sets() -> tuple:
     return tuple(OmegaConf.to_object(config).sets)
 
 
-def measured_in(languages: list[str], steps) -> dict:
-    """For each language of a task's records, for each judging step: the labelled sets in that language a classifier
-    step's judges are measured on (at run time, the card's judge entries give the figures), or why none is. A question
-    step's answers are measured on no set: no labelled set holds replies judged by its question."""
+def measured_in(languages: list[str], steps, procedure: str | None = None) -> dict:
+    """For each language of a task's records, for each judging step: the labelled sets in that language it is measured
+    on, or why none is. A classifier step's judges are measured alone, at run time, on every set in the language (the
+    card's judge entries give the figures); a question step only with the task's other steps, on the task's own set
+    (`procedure`: its attack.validation set; the card's judging_validation gives the outcome)."""
+    sets = {vs.name: vs for vs in validation_sets()}
     out = {}
     for lang in languages:
-        sets = [vs.name for vs in validation_sets() if vs.language == lang]
-        out[lang] = {step.name: (sets or "not measured: no labelled set in this language") if step.type == "classifier"
-                     else "not measured: no labelled set holds replies judged by this question" for step in steps}
+        alone = [vs.name for vs in sets.values() if vs.language == lang]
+        together = [procedure] if procedure in sets and sets[procedure].language == lang else []
+        out[lang] = {}
+        for step in steps:
+            if step.type == "classifier":
+                out[lang][step.name] = alone or "not measured: no labelled set in this language"
+            elif together:
+                out[lang][step.name] = together
+            else:
+                out[lang][step.name] = ("not measured: no labelled set holds replies judged by this question"
+                                        if procedure not in sets else
+                                        f"not measured in this language: the task's steps are measured together on "
+                                        f"{procedure} ({sets[procedure].language}) only")
     return out
