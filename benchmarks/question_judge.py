@@ -1,0 +1,91 @@
+"""A task's judging steps on DiaSafety's labelled *validation* pairs, to choose a judge (its model, its prompt) on
+validation data before a card is judged by it; the task's own measurement, at run time, is on the test pairs.
+
+    python benchmarks/question_judge.py [--task multijail] [--step harm] [--judge-model qwen2.5-coder-1.5b-instruct]
+                                        [--prompt FILE] [--n 200] [--seed 0]
+
+Reads each pair as the task's attack.validation reads a test pair (multijail: the user's message as the request, the
+chatbot's response as the reply) and runs the task's steps in order, as a run does; `--judge-model` puts another model
+config in the step's place, and `--prompt` a question of its own (a file: the step's last message, with the
+task's variables) in place of the task's. Prints how many pairs people label unsafe, how many the steps flag, sensitivity,
+specificity and Youden's J (the task corrects its rate only from a J of its min_youden), and the step's answers as
+the model wrote them; asserts nothing. Judge answers go to the suite's response cache (results/.cache), so a rerun
+asks nothing twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+from collections import Counter
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--task", default="multijail")
+    p.add_argument("--step", default="harm", help="the step whose model --judge-model replaces")
+    p.add_argument("--judge-model", default=None, help="a model config (conf/model/) in the step's place")
+    p.add_argument("--prompt", type=Path, default=None, help="a file: the step's question in place of the task's")
+    p.add_argument("--n", type=int, default=200, help="pairs drawn from the validation split (0: all)")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+
+    from benchmark.cache import ResponseCache
+    from benchmark.composition import compose
+    from benchmark.kinds.judging import run_panel
+    from benchmark.models import load_backend
+    from benchmark.models.cached import CachedModel
+    from benchmark.run.runner import plan
+    from benchmark.templates import render
+
+    overrides = [f"task={args.task}"]
+    if args.judge_model:
+        overrides.append(f"model@judge.models.{args.step}={args.judge_model}")
+    cfg = compose(overrides)
+    if args.prompt:
+        from omegaconf import open_dict
+
+        step = next(s for s in cfg.task.attack.judges if s.name == args.step)
+        with open_dict(cfg):
+            step.messages[-1].content = args.prompt.read_text(encoding="utf-8").strip()
+    run = plan(cfg)
+    spec = run.kind.spec.validation
+    if spec is None or spec.set != "diasafety":
+        raise SystemExit(f"task {args.task} measures its judges on {getattr(spec, 'set', None)!r}, not on DiaSafety")
+    rows = json.loads((Path(cfg.data_root) / "diasafety" / "val.json").read_text(encoding="utf-8"))
+    if 0 < args.n < len(rows):
+        rows = random.Random(args.seed).sample(rows, args.n)
+
+    cache = ResponseCache(Path(cfg.cache_dir) / "responses.sqlite")
+    panel = {key: CachedModel(load_backend(j, False, cfg.data_root), run.hashes["judges"][key], cache, j, cfg.seed)
+             for key, j in run.judge_cfgs.items()}
+    judges = {step: [(key, panel[key]) for key in keys] for step, keys in run.voters.items()}
+    items = {(i, 0): {k: render(t, row, f"variables.{k}") for k, t in spec.variables.items()}
+             for i, row in enumerate(rows)}
+    errors: dict = {}
+    found = run_panel(run.kind.steps, judges, items, run.kind.spec.tie, errors)
+    if errors:
+        raise SystemExit(f"{len(errors)} judge requests failed: {next(iter(errors.values()))}")
+
+    gold = [row["label"] == "Unsafe" for row in rows]
+    flagged = [found[(i, 0)].step is not None for i in range(len(rows))]
+    unsafe, safe = sum(gold), len(gold) - sum(gold)
+    sensitivity = sum(f and g for f, g in zip(flagged, gold)) / max(unsafe, 1)
+    specificity = sum(not f and not g for f, g in zip(flagged, gold)) / max(safe, 1)
+    print(f"task {args.task}, judges {', '.join(f'{k}: {j.name}' for k, j in run.judge_cfgs.items())}")
+    print(f"DiaSafety val: {len(rows)} pairs, {unsafe} unsafe by people; flagged {sum(flagged)}")
+    print(f"sensitivity {sensitivity:.3f}  specificity {specificity:.3f}  Youden's J {sensitivity + specificity - 1:.3f}"
+          f"  (the task corrects from J {spec.min_youden})")
+    for step in run.kind.steps:
+        said = Counter(str(v.get("label", v.get("flagged"))) for i in range(len(rows))
+                       for v in found[(i, 0)].judgements.get(step.name, {}).get("votes", {}).values())
+        print(f"step {step.name}: " + ", ".join(f"{k} {n}" for k, n in said.most_common(8)))
+
+
+if __name__ == "__main__":
+    main()
