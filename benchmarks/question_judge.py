@@ -38,6 +38,7 @@ def main() -> None:
     from benchmark.cache import ResponseCache
     from benchmark.composition import compose
     from benchmark.kinds.judging import run_panel
+    from benchmark.labelled import validation_sets
     from benchmark.models import load_backend
     from benchmark.models.cached import CachedModel
     from benchmark.run.runner import plan
@@ -72,7 +73,8 @@ def main() -> None:
     if errors:
         raise SystemExit(f"{len(errors)} judge requests failed: {next(iter(errors.values()))}")
 
-    gold = [row["label"] == "Unsafe" for row in rows]
+    labelled = next(vs for vs in validation_sets() if vs.name == spec.set)  # its human labels, as the test pairs'
+    gold = [render(labelled.unsafe, row, "unsafe").strip() == "True" for row in rows]
     flagged = [found[(i, 0)].step is not None for i in range(len(rows))]
     unsafe, safe = sum(gold), len(gold) - sum(gold)
     sensitivity = sum(f and g for f, g in zip(flagged, gold)) / max(unsafe, 1)

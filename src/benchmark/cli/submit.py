@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import secrets
@@ -331,7 +330,7 @@ def recall(card_path: Path, data_root: str | None, cache_dir: Path) -> int:
     if blocking:
         raise BenchmarkError("the card does not validate; fix it before recalling its answers:\n  " +
                              "\n  ".join(map(str, blocking)))
-    card = loaded.cards[0].card if loaded.cards else json.loads(card_path.read_text(encoding="utf-8"))
+    card = loaded.cards[0].card if loaded.cards else S.read_card(card_path)
     if card["task"]["kind"] != "attack" or card.get("attacker"):
         raise BenchmarkError(f"{card_path}: recall reads cards of kind attack (one prompt, its responses); this one "
                              f"is {card['task']['kind']}: rebuild it by running its model")

@@ -237,13 +237,11 @@ class Attack(Kind):
         if len(self.judge_steps) > 1:
             for step, counts in flagged.items():
                 metrics[f"{step}_{self.metric}{suffix}"] = M.point_and_ci(M.ratio, counts, n, 0, resamples, seed)
-        votes = [v for s in samples for r in s["responses"] for j in r["judgements"].values()
-                 for v in j["votes"].values()]
-        if any("label" in v for v in votes):  # a labelling judge answered: how often its answer was no label
-            invalid = np.array([sum(v["flagged"] is None for r in s["responses"] for j in r["judgements"].values()
-                                    for v in j["votes"].values()) for s in samples])
-            asked = np.array([sum(len(j["votes"]) for r in s["responses"] for j in r["judgements"].values())
-                              for s in samples])
+        votes = [[v for r in s["responses"] for j in r["judgements"].values() for v in j["votes"].values()]
+                 for s in samples]  # per record, every judge's vote on its responses
+        if any("label" in v for record in votes for v in record):  # a labelling judge answered: how often no label
+            invalid = np.array([sum(v["flagged"] is None for v in record) for record in votes])
+            asked = np.array([len(record) for record in votes])
             metrics[f"judge_invalid_rate{suffix}"] = M.point_and_ci(M.ratio, invalid, asked, 0, resamples, seed)
         if self.refusal:
             refused = np.array([sum(self.refusal(r["text"]) for r in s["responses"]) for s in samples])
