@@ -2,12 +2,15 @@
 validation data before a card is judged by it; the task's own measurement, at run time, is on the test pairs.
 
     python benchmarks/question_judge.py [--task multijail] [--step harm] [--judge-model qwen2.5-coder-1.5b-instruct]
-                                        [--prompt FILE] [--n 200] [--seed 0]
+                                        [--prompt FILE] [--threshold T] [--n 200] [--seed 0]
 
 Reads each pair as the task's attack.validation reads a test pair (multijail: the user's message as the request, the
 chatbot's response as the reply) and runs the task's steps in order, as a run does; `--judge-model` puts another model
 config in the step's place, and `--prompt` a question of its own (a file: the step's last message, with the
-task's variables) in place of the task's. Prints how many pairs people label unsafe, how many the steps flag, sensitivity,
+task's variables) in place of the task's. For a likelihood step, `--threshold` sets its threshold in place of the task's, and the script also prints
+the area under the ROC curve of the step's score (its flagging label's log-likelihood less the best other's; a pair an
+earlier step flags ranks above all) and the threshold with the best J on these pairs: the one to declare. Prints how
+many pairs people label unsafe, how many the steps flag, sensitivity,
 specificity and Youden's J (the task corrects its rate only from a J of its min_youden), and the step's answers as
 the model wrote them; asserts nothing. Judge answers go to the suite's response cache (results/.cache), so a rerun
 asks nothing twice.
@@ -31,6 +34,7 @@ def main() -> None:
     p.add_argument("--step", default="harm", help="the step whose model --judge-model replaces")
     p.add_argument("--judge-model", default=None, help="a model config (conf/model/) in the step's place")
     p.add_argument("--prompt", type=Path, default=None, help="a file: the step's question in place of the task's")
+    p.add_argument("--threshold", type=float, default=None, help="a likelihood step's threshold in place of the task's")
     p.add_argument("--n", type=int, default=200, help="pairs drawn from the validation split (0: all)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
@@ -48,12 +52,15 @@ def main() -> None:
     if args.judge_model:
         overrides.append(f"model@judge.models.{args.step}={args.judge_model}")
     cfg = compose(overrides)
-    if args.prompt:
+    if args.prompt or args.threshold is not None:
         from omegaconf import open_dict
 
         step = next(s for s in cfg.task.attack.judges if s.name == args.step)
         with open_dict(cfg):
-            step.messages[-1].content = args.prompt.read_text(encoding="utf-8").strip()
+            if args.prompt:
+                step.messages[-1].content = args.prompt.read_text(encoding="utf-8").strip()
+            if args.threshold is not None:
+                step.threshold = args.threshold
     run = plan(cfg)
     spec = run.kind.spec.validation
     if spec is None or spec.set != "diasafety":
@@ -87,6 +94,28 @@ def main() -> None:
         said = Counter(str(v.get("label", v.get("flagged"))) for i in range(len(rows))
                        for v in found[(i, 0)].judgements.get(step.name, {}).get("votes", {}).values())
         print(f"step {step.name}: " + ", ".join(f"{k} {n}" for k, n in said.most_common(8)))
+        if step.type == "likelihood":
+            sweep(step, [found[(i, 0)] for i in range(len(rows))], gold)
+
+
+def sweep(step, verdicts: list, gold: list[bool]) -> None:
+    """The likelihood step's ranking of the pairs and the threshold with the best J on them."""
+    import math
+
+    scores = []
+    for verdict in verdicts:
+        votes = list(verdict.judgements.get(step.name, {}).get("votes", {}).values())
+        if len(votes) > 1:
+            raise SystemExit(f"step {step.name} has {len(votes)} voters: a threshold sweep reads one")
+        flagged_before = verdict.step is not None and verdict.step != step.name
+        scores.append(math.inf if flagged_before or not votes else votes[0]["margin"] + step.spec.threshold)
+    pos = [x for x, g in zip(scores, gold) if g]
+    neg = [x for x, g in zip(scores, gold) if not g]
+    auc = sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / max(len(pos) * len(neg), 1)
+    best = max(((sum(x >= t for x in pos) / max(len(pos), 1) + sum(x < t for x in neg) / max(len(neg), 1) - 1, t)
+                for t in sorted(set(x for x in scores if x != math.inf))), default=(0.0, None))
+    print(f"step {step.name}: ROC AUC {auc:.3f}; best J {best[0]:.3f} at threshold {best[1]} (the task's: "
+          f"{step.spec.threshold})")
 
 
 if __name__ == "__main__":

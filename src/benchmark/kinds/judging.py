@@ -17,7 +17,7 @@ from .. import BenchmarkError
 from ..config import ADDED, LabelConfig, Message
 from ..identity import sha256_json
 from ..models.cached import Failure
-from ..models.requests import Classify, Generate
+from ..models.requests import Classify, Generate, LogLikelihood
 from ..templates import render
 from .classify import INVALID, LabelParser
 from .common import plain
@@ -29,10 +29,12 @@ class JudgeStepConfig:
 
     type classifier: a classifier judge reads named parts of the response (`input`) and says unsafe or not.
     type question: an LLM judge is asked `messages` about the response; its answer is parsed into one of `labels`,
-    and the response is flagged when that label is the one `flag` renders (e.g. the record's judge_target)."""
+    and the response is flagged when that label is the one `flag` renders (e.g. the record's judge_target).
+    type likelihood: the same question, but the judge writes nothing: each label's name is scored as its answer, and
+    the response is flagged when the flagging label's log-likelihood beats every other's by `threshold`."""
 
     name: str = MISSING
-    type: str = "classifier"  # classifier | question
+    type: str = "classifier"  # classifier | question | likelihood
     input: Dict[str, str] = field(default_factory=dict)  # classifier: named parts (context, response, category)
     messages: List[Message] = field(default_factory=list)  # question: the judge prompt, Jinja over record + response
     labels: List[LabelConfig] = field(default_factory=list)  # question: the answers a judge may give
@@ -41,6 +43,9 @@ class JudgeStepConfig:
     # a dialogue attack's target-turn step: turn (the attacker's message and the reply) | conversation (also the whole
     # conversation so far, as the target saw it: the `conversation` variable, a list of {role, content})
     sees: str = field(default="turn", metadata=ADDED)
+    # likelihood: how many nats the flagging label's log-likelihood must beat every other label's by (chosen on a
+    # validation split for the judge model at hand: benchmarks/question_judge.py)
+    threshold: Optional[float] = field(default=None, metadata=ADDED)
 
 
 @dataclass
@@ -203,6 +208,60 @@ class QuestionStep(Step):
         return []
 
 
+@step_type
+class LikelihoodStep(QuestionStep):
+    """A question step whose judge is scored rather than read: the log-likelihood of each label's name as the answer
+    to `messages`, the response flagged when the flagging label's beats the best other label's by at least
+    `threshold` nats. A small judge may say its flagging answer to nearly everything it is asked (so a parsed
+    answer flags everything) and yet rank responses by how likely that answer is; the threshold, chosen on labelled
+    validation pairs, says where the ranking is cut. Each vote records every label's log-likelihood and its margin
+    over the threshold, so a card's flag can be checked from its numbers."""
+
+    type = "likelihood"
+    vote_fields = frozenset({"flagged", "logprobs", "margin"})
+
+    def __init__(self, spec, task_name: str):
+        super().__init__(spec, task_name)
+        if spec.threshold is None:
+            raise BenchmarkError(f"{self.where}: a likelihood step needs a threshold (nats; choose it on validation "
+                                 "pairs with benchmarks/question_judge.py)")
+        if len(spec.labels) < 2:
+            raise BenchmarkError(f"{self.where}: a likelihood step compares two labels or more")
+        self.names = [lab.name for lab in spec.labels]
+
+    def ask(self, judge, asked: list) -> list:
+        """Per item {label name: log-likelihood}, or the Failure of one of its requests."""
+        outs = judge.loglikelihood([LogLikelihood(m, name) for m in asked for name in self.names])
+        per_item = []
+        for i in range(len(asked)):
+            got = outs[i * len(self.names) : (i + 1) * len(self.names)]
+            failed = next((o for o in got if isinstance(o, Failure)), None)
+            per_item.append(failed or dict(zip(self.names, (float(x) for x in got))))
+        return per_item
+
+    def margin(self, logprobs: dict, flag: str) -> float:
+        return logprobs[flag] - max(lp for name, lp in logprobs.items() if name != flag) - self.spec.threshold
+
+    def vote(self, out, v: dict) -> dict:
+        margin = self.margin(out, self.flag_label(v))
+        return {"flagged": margin >= 0, "logprobs": out, "margin": margin}
+
+    def vote_problems(self, vote: dict, at: str) -> list[tuple[str, str]]:
+        logprobs, margin = vote.get("logprobs"), vote.get("margin")
+        if not isinstance(logprobs, dict) or sorted(logprobs) != sorted(self.names) or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in logprobs.values()):
+            return [(f"{at}.logprobs", f"{logprobs!r} is not a number for each of the labels {self.names}")]
+        if not isinstance(margin, (int, float)) or isinstance(margin, bool):
+            return [(f"{at}.margin", f"{margin!r} is not a number")]
+        flag = self.constant_flag()
+        if flag is not None and abs(self.margin(logprobs, flag) - margin) > 1e-9:
+            return [(f"{at}.margin", f"{margin} is not what the log-likelihoods and the threshold "
+                                     f"{self.spec.threshold} give: {self.margin(logprobs, flag)}")]
+        if vote["flagged"] is not (margin >= 0):
+            return [(f"{at}.flagged", f"{vote['flagged']} is not what the margin {margin} gives: {margin >= 0}")]
+        return []
+
+
 def judge_step(step: Step, voters, env: dict, tie_policy: str, errors: dict) -> dict:
     """Ask every voter of a step about the items of `env` ({key: template variables, with `response`}).
 
@@ -231,9 +290,10 @@ def judge_step(step: Step, voters, env: dict, tie_policy: str, errors: dict) -> 
 def describe_step(step: Step) -> dict:
     """What a score card records about a judging step: its type and the hash of its prompt (or input)."""
     spec = plain(step.spec)
-    return {"step_type": step.type,
-            "prompt_sha256": sha256_json(
-                {k: spec[k] for k in ("type", "input", "messages", "labels", "flag", "whole_words")})}
+    hashed = {k: spec[k] for k in ("type", "input", "messages", "labels", "flag", "whole_words")}
+    if spec.get("threshold") is not None:  # it decides a likelihood step's flags (absent elsewhere: hashes unchanged)
+        hashed["threshold"] = spec["threshold"]
+    return {"step_type": step.type, "prompt_sha256": sha256_json(hashed)}
 
 
 def check_tie(policy: str, where: str) -> None:

@@ -10,7 +10,8 @@ from ..kinds.judging import STEPS
 from ..models.registry import backend_class
 from .configs import model_config_node
 
-# what kinds/judging.py records of a vote: a classifier's flag, score and margin; a question's answer and label
+# what kinds/judging.py records of a vote: a classifier's flag, score and margin; a question's answer and label; a
+# likelihood step's log-likelihood per label and its margin over the threshold
 ROLE_NAMES = ("model", "attacker")  # a voter may not be called as another role is
 
 
