@@ -86,6 +86,14 @@ def test_the_unsafe_rate_per_language_and_its_gap_to_english_counted_by_hand(mul
         "en": {"utterance": ["diasafety", "toxic_chat"], "harm": ["diasafety"]},
         "ko": {"utterance": ["kosbi"], "harm": elsewhere},
         "sw": {"utterance": "not measured: no labelled set in this language", "harm": elsewhere}}
+    # a run that measured nothing says so for every step, and one whose procedure went unmeasured, for the question
+    from benchmark.labelled import NOT_MEASURED
+
+    unmeasured = kind.score(samples, resamples=50, seed=0, validation=NOT_MEASURED)[1]["judges_measured_in"]
+    assert {v for steps in unmeasured.values() for v in steps.values()} == {NOT_MEASURED}
+    absent = "not measured: diasafety/test.json is not under data_root"
+    partly = kind.score(samples, resamples=50, seed=0, validation=absent)[1]["judges_measured_in"]
+    assert partly["en"] == {"utterance": ["diasafety", "toxic_chat"], "harm": absent}
     # a task whose steps have no labelled set of their own: the question is measured nowhere
     bare, _ = kind_and_records(multijail_root, "task.attack.validation=null", "task.attack.judges.1.type=question")
     assert bare.score(samples, resamples=50, seed=0)[1]["judges_measured_in"]["en"]["harm"] == (

@@ -51,11 +51,16 @@ def validation_sets() -> tuple:
     return tuple(OmegaConf.to_object(config).sets)
 
 
-def measured_in(languages: list[str], steps, procedure: str | None = None) -> dict:
+NOT_MEASURED = "not measured: the run said judge_validity=false"  # a run's judge facts and procedure outcome then
+
+
+def measured_in(languages: list[str], steps, procedure: str | None = None, outcome=None) -> dict:
     """For each language of a task's records, for each judging step: the labelled sets in that language it is measured
     on, or why none is. A classifier step's judges are measured alone, at run time, on every set in the language (the
     card's judge entries give the figures); a question step only with the task's other steps, on the task's own set
-    (`procedure`: its attack.validation set; the card's judging_validation gives the outcome)."""
+        (`procedure`: its attack.validation set; the card's judging_validation gives the `outcome`). A run that measured
+    nothing (NOT_MEASURED) says so for every step; one whose procedure was not measured (its outcome the reason), so
+    for the question steps."""
     sets = {vs.name: vs for vs in validation_sets()}
     out = {}
     for lang in languages:
@@ -63,8 +68,12 @@ def measured_in(languages: list[str], steps, procedure: str | None = None) -> di
         together = [procedure] if procedure in sets and sets[procedure].language == lang else []
         out[lang] = {}
         for step in steps:
-            if step.type == "classifier":
+            if outcome == NOT_MEASURED:
+                out[lang][step.name] = NOT_MEASURED
+            elif step.type == "classifier":
                 out[lang][step.name] = alone or "not measured: no labelled set in this language"
+            elif isinstance(outcome, str):
+                out[lang][step.name] = outcome
             elif together:
                 out[lang][step.name] = together
             else:

@@ -289,7 +289,8 @@ class Attack(Kind):
                 metrics.update(self._gaps(scored, by, self.spec.gap_to[by], groups, resamples, seed))
         if "language" in self.task.group_by:
             breakdown["judges_measured_in"] = measured_in(sorted(breakdown["by_language"]), self.steps,
-                                                       self.spec.validation.set if self.spec.validation else None)
+                                                       self.spec.validation.set if self.spec.validation else None,
+                                                       validation)
         return metrics, breakdown
 
     def _gaps(self, scored: list[dict], field: str, reference: str, groups: dict, resamples: int, seed: int) -> dict:

@@ -8,6 +8,7 @@ from omegaconf import OmegaConf
 
 from .. import BenchmarkError
 from ..identity import sha256_json
+from ..labelled import NOT_MEASURED
 from ..models import load_backend
 from ..models.cached import CachedModel
 from .validity import judge_procedure, measure, sets_for
@@ -42,9 +43,6 @@ def judge_facts(judge: CachedModel, cfg) -> dict:
         return {**facts, "measured": NOT_MEASURED}
     asked = CachedModel(judge.backend, judge.sha, judge.cache, judge.config, judge.seed)  # not the run's judge calls
     return {**facts, "measured": measure(asked, cfg.data_root, cfg.bootstrap, cfg.seed, sets_for(cfg.task.language))}
-
-
-NOT_MEASURED = "not measured: the run said judge_validity=false"
 
 
 def judging_validation(kind, panel: dict, p, cfg):
