@@ -58,7 +58,7 @@ def measured_in(languages: list[str], steps, procedure: str | None = None, outco
     """For each language of a task's records, for each judging step: the labelled sets in that language it is measured
     on, or why none is. A classifier step's judges are measured alone, at run time, on every set in the language (the
     card's judge entries give the figures); a question step only with the task's other steps, on the task's own set
-        (`procedure`: its attack.validation set; the card's judging_validation gives the `outcome`). A run that measured
+    (`procedure`: its attack.validation set; the card's judging_validation gives the `outcome`). A run that measured
     nothing (NOT_MEASURED) says so for every step; one whose procedure was not measured (its outcome the reason), so
     for the question steps."""
     sets = {vs.name: vs for vs in validation_sets()}
