@@ -6,14 +6,13 @@ validation data before a card is judged by it; the task's own measurement, at ru
 
 Reads each pair as the task's attack.validation reads a test pair (multijail: the user's message as the request, the
 chatbot's response as the reply) and runs the task's steps in order, as a run does; `--judge-model` puts another model
-config in the step's place, and `--prompt` a question of its own (a file: the step's last message, with the
-task's variables) in place of the task's. For a likelihood step, `--threshold` sets its threshold in place of the task's, and the script also prints
-the area under the ROC curve of the step's score (its flagging label's log-likelihood less the best other's; a pair an
-earlier step flags ranks above all) and the threshold with the best J on these pairs: the one to declare. Prints how
-many pairs people label unsafe, how many the steps flag, sensitivity,
-specificity and Youden's J (the task corrects its rate only from a J of its min_youden), and the step's answers as
-the model wrote them; asserts nothing. Judge answers go to the suite's response cache (results/.cache), so a rerun
-asks nothing twice.
+config in the step's place, and `--prompt` a question of its own (a file: the step's last message, with the task's
+variables) in place of the task's. Prints how many pairs people label unsafe, how many the steps flag, sensitivity,
+specificity and Youden's J (the task corrects its rate only from a J of its min_youden), and what each step answered;
+asserts nothing. For a likelihood step, `--threshold` sets its threshold in place of the task's, and the script also
+prints the area under the ROC curve of the step's score (its flagging label's log-likelihood less the best other's; a
+pair an earlier step flags ranks above all) and the threshold with the best J on these pairs: the one to declare.
+Judge answers go to the suite's response cache (results/.cache), so a rerun asks nothing twice.
 """
 
 from __future__ import annotations
