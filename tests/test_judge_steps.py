@@ -12,8 +12,8 @@ from benchmark import BenchmarkError
 from benchmark.kinds import make_kind
 from benchmark.kinds.base import Roles
 from benchmark.config import LabelConfig, Message
-from benchmark.kinds.judging import (STEPS, ClassifierStep, JudgeStepConfig, LikelihoodStep, QuestionStep, describe_step,
-                                     step_type)
+from benchmark.kinds.judging import (STEPS, ClassifierStep, JudgeStepConfig, LikelihoodStep, QuestionStep,
+                                     describe_step, step_type)
 from benchmark.composition import compose
 from benchmark.run.runner import _plain_task
 from benchmark.templates import render
@@ -74,7 +74,8 @@ def test_a_step_type_defined_here_judges_an_attack(registered, four_prompts):
 
 
 def test_an_unknown_step_type_names_the_registered_ones(registered, four_prompts):
-    with pytest.raises(BenchmarkError, match=r"judges\[x\]\.type='nope': use one of classifier, question, likelihood, score_above"):
+    with pytest.raises(BenchmarkError,
+                       match=r"judges\[x\]\.type='nope': use one of classifier, question, likelihood, score_above"):
         attack_with([JudgeStepConfig(name="x", type="nope")], four_prompts)
 
 

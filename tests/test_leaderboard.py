@@ -1319,7 +1319,9 @@ def test_in_a_browser(fixture_root, tmp_path):
         toggle = wait.until(EC.element_to_be_clickable((By.XPATH, "//label[contains(., 'Show texts')]")))
         assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stChatMessage"]')
         toggle.click()
-        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, '[data-testid="stChatMessage"]')) >= 4)
+        # four messages drawn, the last with its text (an element can show its avatar before its text)
+        wait.until(lambda d: len(found := d.find_elements(By.CSS_SELECTOR, '[data-testid="stChatMessage"]')) >= 4
+                   and "target reply 2" in found[3].text)
         messages = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stChatMessage"]')
         browser.execute_script("arguments[0].scrollIntoView();", messages[0])
         turns = [m.text for m in messages]
