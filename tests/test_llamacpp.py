@@ -90,7 +90,7 @@ def test_the_prompt_is_the_gguf_chat_template_as_transformers_renders_it(backend
     tok = AutoTokenizer.from_pretrained(smollm2, gguf_file=cfg.gguf_file)
     for messages in CHAT:
         expected = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        assert backend._context(messages) == expected
+        assert backend.context_text(messages) == expected
         assert backend._encode(expected) == tok(expected, add_special_tokens=True)["input_ids"]
 
 
@@ -133,7 +133,7 @@ def test_log_likelihoods_equal_a_full_pass_whatever_the_cache_holds(backend, smo
     full = Llama(model_path=str(next(smollm2.glob("*.gguf"))), logits_all=True, n_ctx=512, verbose=False,
                  n_threads=backend.llm.n_threads)
     for (messages, continuation), value in zip(pairs, got):
-        context = backend._context(messages)
+        context = backend.context_text(messages)
         head, whole = backend._encode(context), backend._encode(context + " " + continuation)
         full.reset()
         full.eval(whole)
@@ -142,6 +142,24 @@ def test_log_likelihoods_equal_a_full_pass_whatever_the_cache_holds(backend, smo
         logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
         expected = sum(logp[i - 1, whole[i]] for i in range(len(head), len(whole)))
         assert value == pytest.approx(expected, abs=2e-2)
+
+
+@needs_llama
+def test_hidden_states_do_not_depend_on_the_order_the_prefix_or_the_text_before(backend):
+    import numpy as np
+
+    texts = [backend.context_text(m) for m in CHAT]
+    prefix = texts[0][: texts[0].rfind("Name")]
+    assert all(t.startswith(prefix) for t in texts) and prefix
+    forward = backend.hidden_states(texts, prefix)
+    backward = backend.hidden_states(texts[::-1], prefix)[::-1]
+    alone = np.stack([backend.hidden_states([t])[0] for t in texts])  # each evaluated whole, no prefix kept
+    assert forward.shape == (3, backend.llm.n_embd()) and np.array_equal(forward, backward)
+    assert np.allclose(forward, alone, atol=1e-3 * np.abs(alone).max())
+    assert not np.allclose(forward[0], forward[1])  # each prompt its own state
+    # a text that does not start with the prefix is read whole, and the prefix kept for the next
+    other = backend.hidden_states([texts[1], "Something else entirely.", texts[2]], prefix)
+    assert np.array_equal(other[[0, 2]], forward[1:])
 
 
 @needs_llama

@@ -56,22 +56,25 @@ NOT_MEASURED = "not measured: the run said judge_validity=false"  # a run's judg
 
 def measured_in(languages: list[str], steps, procedure: str | None = None, outcome=None) -> dict:
     """For each language of a task's records, for each judging step: the labelled sets in that language it is measured
-    on, or why none is. A classifier step's judges are measured alone, at run time, on every set in the language (the
-    card's judge entries give the figures); a question step only with the task's other steps, on the task's own set
+    on, or why none is. A classifier step's judges are measured alone, at run time, on every set in the language that
+    gives the parts the step reads (the card's judge entries give the figures); a question step only with the task's other steps, on the task's own set
     (`procedure`: its attack.validation set; the card's judging_validation gives the `outcome`). A run that measured
     nothing (NOT_MEASURED) says so for every step; one whose procedure was not measured (its outcome the reason), so
     for the question steps."""
     sets = {vs.name: vs for vs in validation_sets()}
     out = {}
     for lang in languages:
-        alone = [vs.name for vs in sets.values() if vs.language == lang]
+        here = [vs for vs in sets.values() if vs.language == lang]
         together = [procedure] if procedure in sets and sets[procedure].language == lang else []
         out[lang] = {}
         for step in steps:
             if outcome == NOT_MEASURED:
                 out[lang][step.name] = NOT_MEASURED
-            elif step.type == "classifier":
-                out[lang][step.name] = alone or "not measured: no labelled set in this language"
+            elif step.type == "classifier":  # on the sets that give every part it reads (models.unreadable_set)
+                alone = [vs.name for vs in here if set(step.spec.input) <= set(vs.input)]
+                out[lang][step.name] = alone or ("not measured: no labelled set in this language" if not here else
+                                                 f"not measured: no labelled set in this language gives "
+                                                 f"{' and '.join(sorted(step.spec.input))}")
             elif isinstance(outcome, str):
                 out[lang][step.name] = outcome
             elif together:

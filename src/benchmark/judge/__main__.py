@@ -11,6 +11,7 @@ from ..paths import CONF_DIR
 from .config import register
 from . import DETECTOR, detector_evaluate, detector_train
 from .evaluate import evaluate
+from . import probe_train
 from .train import shipped, train
 
 COMMANDS = ("train", "evaluate")
@@ -40,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if name == DETECTOR:
             print(detector(command, overrides))
+        elif name in probe_train.shipped():
+            if command != "train":
+                raise BenchmarkError(f"{name}: a probe is measured as it trains (its test figures: evaluation.json)")
+            print(f"probe saved to {probe_train.train(name, overrides)}")
         elif command == "train":
             print(f"judge saved to {train(name, overrides)}")
         else:

@@ -25,18 +25,20 @@ from ..identity import records_sha256
 from ..files import write_json
 from ..models import detector as D
 from ..models.classifier import EVALUATION, MANIFEST, TRAIN_CONF, config_path
+from ..models.probe import MANIFEST as PROBE_MANIFEST
 from ..models.encoders import load_classifier, logits_of, resolve_encoder, softmax, tokenize, weights_sha256
 from ..paths import JUDGES_DIR
 from ..judge.config import JudgeTrainConfig
 from ..templates import render
 from ..run import validity
 from . import DETECTOR
+from . import probe_train
 from .detector_train import Trainer
 from .examples import Example
 
 
 def shipped() -> list[str]:
-    return sorted([DETECTOR, *(p.stem for p in TRAIN_CONF.glob("*.yaml"))])
+    return sorted([DETECTOR, *(p.stem for p in TRAIN_CONF.glob("*.yaml")), *probe_train.shipped()])
 
 
 def load_config(name: str, overrides: list[str] = ()):
@@ -59,6 +61,9 @@ def trained_status(name: str) -> str:
     trained here (checkpoints/NAME), or how to train it."""
     if name == DETECTOR:
         local, manifest, minutes = Path(D.DEFAULT_DIR), D.MANIFEST, D.TRAIN_MINUTES
+    elif name in probe_train.shipped():
+        local, manifest = Path(f"checkpoints/{name}"), PROBE_MANIFEST
+        minutes = probe_train.load_config(name).minutes
     else:
         local, manifest = Path(f"checkpoints/{name}"), MANIFEST
         minutes = OmegaConf.load(config_path(name)).get("minutes")
@@ -66,7 +71,11 @@ def trained_status(name: str) -> str:
     if (shipped_folder / manifest).is_file():
         line = f"shipped in judges/{name}"
         evaluation = shipped_folder / EVALUATION
-        if evaluation.is_file():
+        if manifest == PROBE_MANIFEST:  # a probe's validation figures (its test figures are on the cards it judges)
+            v = json.loads((shipped_folder / manifest).read_text())["val"]
+            line += (f"; validation ({v['n']} pairs) ROC AUC {v['auc']}, Youden J {v['j']} (sensitivity "
+                     f"{v['sensitivity']}, specificity {v['specificity']})")
+        elif evaluation.is_file():
             e = json.loads(evaluation.read_text())
             if "test" in e:  # the detector's report: its DiaSafety test figures
                 e = e["test"]

@@ -30,7 +30,7 @@ CLASSIFIER_FIELDS = frozenset({"input", "threshold"})
 
 class Backend:
     """A model the suite can ask, made with `(cfg, data_root)`. A backend declares what it can be asked in
-    `operations` (some of generate, loglikelihood, classify, replay, overflow; an instance may narrow it, e.g. a chat
+    `operations` (some of generate, loglikelihood, classify, replay, overflow, hidden_states; an instance may narrow it, e.g. a chat
     API gives no log-likelihoods) and implements those methods.
 
     A backend lives in the suite (models.BUILTIN), in another package that names it under the entry-point group
@@ -94,6 +94,16 @@ class Backend:
     def loglikelihood(self, pairs: list[tuple[list[dict], str]]) -> list[float]:
         """Log-probability of each continuation after its conversation (the assistant's turn)."""
         raise NotImplementedError(f"{type(self).__name__} gives no log-likelihoods")
+
+    def hidden_states(self, texts: list[str], prefix: str = ""):
+        """(n, hidden size): a language model's last hidden state at the last token of each prompt text (a trained
+        probe reads it: models/probe.py). `prefix`: text every prompt starts with, which an engine may evaluate once."""
+        raise NotImplementedError(f"{type(self).__name__} gives no hidden states")
+
+    def unreadable_set(self, parts: dict) -> str | None:
+        """Why this classifier cannot be measured on a labelled set whose rows give it these named parts (`input` of
+        conf/judge_validation.yaml), or None: it reads any."""
+        return None
 
     def classify(self, inputs: list[dict[str, str]]) -> list[dict]:
         """A verdict per input with named parts (context, response, category): [{"unsafe": bool, "score": float}],

@@ -75,7 +75,7 @@ def cores() -> int:
 class LlamaCpp(Backend):
     model_kind = "LLM"
     fields = WEIGHTS_FIELDS  # dtype and device: read once model.backend=hf switches the engine
-    operations = frozenset({"generate", "loglikelihood", "overflow"})
+    operations = frozenset({"generate", "loglikelihood", "overflow", "hidden_states"})
     requests_go = Reach.LOCAL
 
     @classmethod
@@ -114,13 +114,14 @@ class LlamaCpp(Backend):
         if cfg.chat_template and not template:
             raise BenchmarkError(f"model {cfg.name}: {path.name} holds no chat template "
                                  "(tokenizer.chat_template); set model.chat_template=false to send the bare messages")
+        self._embedding = None  # the embedding-mode context hidden_states reads, made on first use
         self._bos = self._text(self.llm.token_bos())
         self._format = Jinja2ChatFormatter(template, self._text(self.llm.token_eos()), self._bos) if template else None
 
     def _text(self, token: int) -> str:
         return self.llm._model.token_get_text(token) if token != -1 else ""
 
-    def _context(self, messages: list[dict]) -> str:
+    def context_text(self, messages: list[dict]) -> str:
         def templated(msgs, add_generation_prompt):
             return self._format(messages=msgs).prompt
 
@@ -132,7 +133,7 @@ class LlamaCpp(Backend):
         return self.llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
 
     def overflow(self, messages, max_new_tokens):
-        return len(self._encode(self._context(messages))) + max_new_tokens - self.llm.n_ctx()
+        return len(self._encode(self.context_text(messages))) + max_new_tokens - self.llm.n_ctx()
 
     def generate(self, conversations, generation, seeds=None):
         max_new = int(generation["max_new_tokens"])
@@ -146,7 +147,7 @@ class LlamaCpp(Backend):
         until = [s for s in generation.get("until") or [] if s]
         answers = []
         for i, messages in enumerate(conversations):
-            context = self._context(messages)
+            context = self.context_text(messages)
             kwargs = dict(max_tokens=max_new, stop=until or None, min_p=0.0, repeat_penalty=1.0, temperature=0.0)
             if sampling:
                 kwargs.update(temperature=float(generation["temperature"]), top_p=float(generation.get("top_p") or 1.0),
@@ -176,7 +177,7 @@ class LlamaCpp(Backend):
 
         results = []
         for messages, continuation in pairs:
-            context = self._context(messages)
+            context = self.context_text(messages)
             head = self._encode(context)
             whole = self._encode(context + " " + continuation)
             cut = len(head)
@@ -212,8 +213,69 @@ class LlamaCpp(Backend):
         llm._requires_eval = True  # its sampler's logits are no longer the prompt's
         return total
 
+    def hidden_states(self, texts: list[str], prefix: str = ""):
+        """(n, hidden size) float32: the model's last hidden state (after its final norm: what its output head reads)
+        at each text's last token. The texts are prompts as the model reads them (context_text). Each is evaluated
+        from the end of `prefix`, the text all of them start with, whose cache is kept: a text's state does not
+        depend on which text came before it."""
+        import numpy as np
+
+        llm = self._embedder()
+        head = self._encode(prefix) if prefix else []
+        if head and (llm.n_tokens < len(head) or llm.input_ids[: len(head)].tolist() != head):
+            self._eval_embedding(head, 0)
+        out = []
+        for text in texts:
+            tokens = self._encode(text)
+            start = len(head) if tokens[: len(head)] == head and len(tokens) - len(head) >= MIN_TAIL else 0
+            if len(tokens) > llm.n_ctx():
+                raise BenchmarkError(f"model {self.cfg.name}: a prompt of {len(tokens)} tokens exceeds the context "
+                                     f"of {llm.n_ctx()}")
+            out.append(self._eval_embedding(tokens, start))
+            if start == 0 and head:  # a text that does not start with the prefix: the prefix's cache is gone
+                self._eval_embedding(head, 0)
+        return np.stack(out) if out else np.zeros((0, llm.n_embd()), dtype=np.float32)
+
+    def count_tokens(self, text: str) -> int:
+        """The tokens of a prompt text (context_text) as the model reads it."""
+        return len(self._encode(text))
+
+    def _embedder(self):
+        """The same weights in llama.cpp's embedding mode (a second context, made on first use): it returns the last
+        token's hidden state instead of logits."""
+        if self._embedding is None:
+            import llama_cpp
+
+            args = {**dict(self.cfg.args or {}), "n_threads": self.llm.n_threads, "n_ctx": self.llm.n_ctx(),
+                    "verbose": False, "embedding": True, "pooling_type": llama_cpp.LLAMA_POOLING_TYPE_LAST}
+            args["n_batch"] = args["n_ubatch"] = args["n_ctx"]  # a prompt is evaluated in one batch
+            self._embedding = llama_cpp.Llama(model_path=self.llm.model_path, **args)
+            weakref.finalize(self, self._embedding.close)
+        return self._embedding
+
+    def _eval_embedding(self, tokens: list[int], start: int):
+        import llama_cpp
+        import numpy as np
+
+        llm = self._embedding
+        llm._ctx.kv_cache_seq_rm(-1, start, -1)
+        batch = llm._batch
+        batch.reset()
+        for i, token in enumerate(tokens[start:]):
+            batch.batch.token[i] = token
+            batch.batch.pos[i] = start + i
+            batch.batch.seq_id[i][0] = 0
+            batch.batch.n_seq_id[i] = 1
+            batch.batch.logits[i] = True  # embedding mode outputs every token (llama.cpp insists)
+        batch.batch.n_tokens = len(tokens) - start
+        llm._ctx.decode(batch)
+        llm.input_ids[: len(tokens)] = tokens
+        llm.n_tokens = len(tokens)
+        state = llama_cpp.llama_get_embeddings_seq(llm._ctx.ctx, 0)
+        return np.array(state[: llm.n_embd()], dtype=np.float32)
+
     def usage(self, requests, answers):
         """Counted with the GGUF's own tokenizer: the prompt as the model reads it, the answer without specials."""
-        found = counted(requests, answers, lambda r: len(self._encode(self._context(r.messages))),
+        found = counted(requests, answers, lambda r: len(self._encode(self.context_text(r.messages))),
                         lambda text: len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)))
         return super().usage(requests, answers) if found is None else found

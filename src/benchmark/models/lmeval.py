@@ -218,7 +218,8 @@ class LMEvalBackend(Backend):
             cls = lmeval_class(cfg)
             if generic and confinable(cls):
                 cls = confined(cls, api_key(cfg))
-            self.operations = frozenset({"generate", "loglikelihood", *(() if generic else ("overflow",))})
+            self.operations = frozenset({"generate", "loglikelihood", *(() if generic else ("overflow",)),
+                                         *(("hidden_states",) if cfg.backend == "hf" else ())})
         self.cfg = cfg
         self._generator = None  # backend hf: the prefix-caching generator, made on first use
         try:
@@ -248,14 +249,14 @@ class LMEvalBackend(Backend):
         except Exception as e:
             raise remote_code_error(self.cfg, e) or e
 
-    def _context(self, messages: list[dict]) -> str:
+    def context_text(self, messages: list[dict]) -> str:
         return prompt_text(self.cfg, messages, self.lm.apply_chat_template,
                            self.cfg.chat_template or self.cfg.backend in API_BACKENDS)
 
     def overflow(self, messages, max_new_tokens):
         if self.cfg.backend in API_BACKENDS:
             return super().overflow(messages, max_new_tokens)
-        return len(self.lm.tok_encode(self._context(messages))) + max_new_tokens - self.lm.max_length
+        return len(self.lm.tok_encode(self.context_text(messages))) + max_new_tokens - self.lm.max_length
 
     def generate(self, conversations, generation, seeds=None):
         """Sampled requests carry their own seeds (`seeds`): API backends send each with its request; `hf` seeds each
@@ -279,7 +280,7 @@ class LMEvalBackend(Backend):
         seeded = seeds is not None and generation["do_sample"] and self.cfg.backend in API_BACKENDS
         requests = [
             Instance(request_type="generate_until", doc={},
-                     arguments=(self._context(m), {**kwargs, **({"seed": seeds[i]} if seeded else {})}), idx=i)
+                     arguments=(self.context_text(m), {**kwargs, **({"seed": seeds[i]} if seeded else {})}), idx=i)
             for i, m in enumerate(conversations)
         ]
         return list(self._translated(lambda: self.lm.generate_until(requests, disable_tqdm=True)))
@@ -288,7 +289,7 @@ class LMEvalBackend(Backend):
         if self._generator is None:
             self._generator = PrefixCachedGenerator(self.lm.model, self.lm.tokenizer, self.cfg.batch_size,
                                                     self.lm.max_length)
-        contexts = [self._context(m) for m in conversations]
+        contexts = [self.context_text(m) for m in conversations]
         if seeds is not None:
             seeds = [request_seed(seed, context) for seed, context in zip(seeds, contexts)]
         return self._generator.generate([self.lm.tok_encode(c) for c in contexts], generation, seeds)
@@ -306,15 +307,38 @@ class LMEvalBackend(Backend):
         if self.cfg.backend in API_BACKENDS or not hasattr(self.lm, "tok_encode"):
             return super().usage(requests, answers)
 
-        found = counted(requests, answers, lambda r: len(self.lm.tok_encode(self._context(r.messages))),
+        found = counted(requests, answers, lambda r: len(self.lm.tok_encode(self.context_text(r.messages))),
                         lambda text: len(self.lm.tok_encode(text, add_special_tokens=False)))
         return super().usage(requests, answers) if found is None else found
+
+    def count_tokens(self, text: str) -> int:
+        """The tokens of a prompt text (context_text) as the model reads it."""
+        return len(self.lm.tok_encode(text))
+
+    def hidden_states(self, texts: list[str], prefix: str = ""):
+        """Backend hf: (n, hidden size) float32, the model's last hidden state (after its final norm: what its output
+        head reads) at each text's last token; the texts are prompts as the model reads them (context_text). Each is
+        read whole, alone (no padding to shift it); `prefix` (what llama-cpp evaluates once) changes nothing here."""
+        import numpy as np
+        import torch
+
+        if "hidden_states" not in self.operations:
+            raise BenchmarkError(f"model {self.cfg.name}: backend {self.cfg.backend} gives no hidden states (hf and "
+                                 "llama-cpp do)")
+        model = self.lm.model
+        out = []
+        with torch.no_grad():
+            for text in texts:
+                ids = torch.tensor([self.lm.tok_encode(text)], device=model.device)
+                state = self._translated(lambda: model.base_model(input_ids=ids).last_hidden_state)
+                out.append(state[0, -1].float().cpu().numpy())
+        return np.stack(out) if out else np.zeros((0, model.config.hidden_size), dtype=np.float32)
 
     def loglikelihood(self, pairs):
         from lm_eval.api.instance import Instance
 
         requests = [
-            Instance(request_type="loglikelihood", doc={}, arguments=(self._context(m), " " + c), idx=i)
+            Instance(request_type="loglikelihood", doc={}, arguments=(self.context_text(m), " " + c), idx=i)
             for i, (m, c) in enumerate(pairs)
         ]
         return [float(ll) for ll, _greedy in self._translated(lambda: self.lm.loglikelihood(requests, disable_tqdm=True))]

@@ -17,6 +17,7 @@ BUILTIN = {
     "detoxify": "benchmark.models.detoxify:DetoxifyBackend",
     "diasafety-detector": "benchmark.models.detector:DiaSafetyDetector",
     "trained-classifier": "benchmark.models.classifier:TrainedClassifier",
+    "llm-probe": "benchmark.models.probe:LLMProbe",
     "keywords": "benchmark.models.keywords:Keywords",
     "replay": "benchmark.models.replay:Replay",
 }

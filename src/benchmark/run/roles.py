@@ -42,7 +42,11 @@ def judge_facts(judge: CachedModel, cfg) -> dict:
     if not cfg.judge_validity:
         return {**facts, "measured": NOT_MEASURED}
     asked = CachedModel(judge.backend, judge.sha, judge.cache, judge.config, judge.seed)  # not the run's judge calls
-    return {**facts, "measured": measure(asked, cfg.data_root, cfg.bootstrap, cfg.seed, sets_for(cfg.task.language))}
+    sets = sets_for(cfg.task.language)
+    unread = {vs.name: f"not measured: {why}" for vs in sets
+              if (why := judge.backend.unreadable_set(vs.input)) is not None}
+    measured = measure(asked, cfg.data_root, cfg.bootstrap, cfg.seed, [vs for vs in sets if vs.name not in unread])
+    return {**facts, "measured": {vs.name: unread.get(vs.name) or measured[vs.name] for vs in sets}}
 
 
 def judging_validation(kind, panel: dict, p, cfg):
