@@ -123,6 +123,18 @@ def test_each_card_rule_rejects_with_file_and_field(folder, change, field, messa
         assert sum(f"diasafety.json: {field}: " in p for p in found) == 1, found
 
 
+def test_a_gap_between_two_rates_may_be_negative_but_a_share_may_not():
+    from benchmark.submissions.rules import _metric_problems
+
+    def card(name, value, low, high):
+        return {"task": {"headline": name}, "metrics": {name: {"value": value, "ci_low": low, "ci_high": high}}}
+
+    assert _metric_problems(card("asr_gap.language.ko", -0.013, -0.076, 0.051), "c.json") == []
+    assert [p.message for p in _metric_problems(card("asr_gap.language.ko", -0.5, -1.2, 0.1), "c.json")] == [
+        "a difference of two shares must lie in [-1, 1]; got {'value': -0.5, 'ci_low': -1.2, 'ci_high': 0.1}"]
+    assert "a share must lie in [0, 1]" in _metric_problems(card("asr.language.ko", 0.1, -0.1, 0.2), "c.json")[0].message
+
+
 def test_a_self_made_verification_is_rejected(folder, verifier_key):
     """Anyone can compute a card's hash; only a listed verifier's signature marks it verified."""
     path = folder / "diasafety.json"

@@ -75,6 +75,9 @@ def _short(message: str, limit: int = 300) -> str:
     return message if len(message) <= limit else message[:limit] + f"… ({len(message):,} characters)"
 
 
+DIFFERENCE = "_gap."  # a group's rate minus the reference group's (an attack task's gap_to): in [-1, 1]
+
+
 def _metric_problems(card: dict, where: str) -> list[Problem]:
     problems = []
     headline = card["task"]["headline"]
@@ -87,8 +90,10 @@ def _metric_problems(card: dict, where: str) -> list[Problem]:
         if bad:
             problems.append(Problem(where, f"{at}.{bad[0]}", f"{values[bad[0]]!r:.40} is not a finite number"))
             continue
-        if "unit" not in m and not all(-1e-9 <= v <= 1 + 1e-9 for v in values.values()):
-            problems.append(Problem(where, at, f"a share must lie in [0, 1]; got {values}"))
+        low = -1 if DIFFERENCE in name else 0
+        if "unit" not in m and not all(low - 1e-9 <= v <= 1 + 1e-9 for v in values.values()):
+            what = "a difference of two shares must lie in [-1, 1]" if low else "a share must lie in [0, 1]"
+            problems.append(Problem(where, at, f"{what}; got {values}"))
         if not values["ci_low"] - 1e-9 <= values["value"] <= values["ci_high"] + 1e-9:
             problems.append(Problem(where, at, f"the CI [{values['ci_low']}, {values['ci_high']}] does not contain "
                                                f"the value {values['value']}"))
