@@ -21,11 +21,13 @@ import numpy as np
 from omegaconf import MISSING, OmegaConf
 
 from .. import BenchmarkError, __version__
+from ..composition import compose
 from ..config import Message
 from ..data import data_file
 from ..files import write_json
 from ..identity import sha256_json
-from ..models.probe import EVALUATION, HEAD, MANIFEST, Probe
+from ..models import load_backend
+from ..models.probe import EVALUATION, HEAD, MANIFEST, Probe, base_config
 from ..paths import CONF_DIR
 from ..templates import render
 
@@ -83,16 +85,11 @@ def shipped() -> list[str]:
 
 def base_model(cfg):
     """The base model's config as `python -m benchmark model=BASE OVERRIDES` composes it."""
-    from ..composition import compose
-
     return OmegaConf.to_container(compose([f"model={cfg.base}", *cfg.base_overrides]).model, resolve=True)
 
 
 def load_base(base: dict, threads: int | None, where: str):
     """The base model, on `threads` threads where it is llama-cpp (a setting of this machine, not of the probe)."""
-    from ..models import load_backend
-    from ..models.probe import base_config
-
     config = base_config({"base": base}, where)
     if threads and config.backend == "llama-cpp":
         config.args["n_threads"] = threads

@@ -23,8 +23,10 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from .. import BenchmarkError
+from ..config import ModelConfig
 from ..paths import judge_folder
 from ..templates import render
+from . import load_backend
 from .base import Backend, Reach, above_threshold
 from .encoders import artifact_sha256
 from .usage import TOKENIZER, Usage
@@ -71,8 +73,6 @@ def read_head(folder: Path, sha256: str | None) -> dict[str, np.ndarray]:
 
 def base_config(manifest: dict, where: str):
     """The base model's config, as the manifest records it, checked against the suite's model schema."""
-    from ..config import ModelConfig
-
     try:
         return OmegaConf.merge(OmegaConf.structured(ModelConfig), manifest["base"])
     except Exception as e:  # a wrong key or type, named by OmegaConf
@@ -88,8 +88,6 @@ class Probe:
 
     def __init__(self, folder: str | Path, base=None, data_root: str | None = None, name: str | None = None,
                  head: bool = True):
-        from . import load_backend
-
         self.path = judge_folder(str(folder))
         self.manifest = read_manifest(folder, name)
         self.head = read_head(self.path, self.manifest["weights_sha256"]) if head else None
