@@ -4,11 +4,14 @@ conf/detector_evaluate.yaml), each checked against its record here."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import List, Optional
 
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
+from .. import BenchmarkError
 from ..models.encoders import Lora
 
 
@@ -121,3 +124,15 @@ def register() -> None:
     cs = ConfigStore.instance()
     cs.store(name="detector_train_schema", node=DetectorTrainConfig)
     cs.store(name="detector_evaluate_schema", node=DetectorEvalConfig)
+
+
+def training_settings(path: Path, schema: type, overrides: list[str]):
+    """A training's settings: its YAML file checked against its schema, with key=value overrides; data_root from
+    $BENCHMARK_DATA_ROOT where neither sets it."""
+    try:
+        cfg = OmegaConf.merge(OmegaConf.structured(schema), OmegaConf.load(path), OmegaConf.from_dotlist(list(overrides)))
+    except Exception as e:  # a wrong key or type, named by OmegaConf
+        raise BenchmarkError(f"{path}: {e}".splitlines()[0]) from None
+    if cfg.data_root is None:
+        cfg.data_root = os.environ.get("BENCHMARK_DATA_ROOT")
+    return cfg

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from ..models import load_backend
 from ..models.probe import EVALUATION, HEAD, MANIFEST, Probe, base_config
 from ..paths import CONF_DIR
 from ..templates import render
+from .config import training_settings
 
 PROBE_CONF = CONF_DIR / "probe_train"
 CHUNK = 100  # pairs per features file
@@ -69,14 +69,7 @@ def load_config(name: str, overrides: list[str] = ()):
     path = PROBE_CONF / f"{name}.yaml"
     if not path.is_file():
         raise BenchmarkError(f"no probe judge {name!r} in {PROBE_CONF}")
-    try:
-        cfg = OmegaConf.merge(OmegaConf.structured(ProbeTrainConfig), OmegaConf.load(path),
-                              OmegaConf.from_dotlist(list(overrides)))
-    except Exception as e:  # a wrong key or type, named by OmegaConf
-        raise BenchmarkError(f"{path}: {e}".splitlines()[0]) from None
-    if cfg.data_root is None:
-        cfg.data_root = os.environ.get("BENCHMARK_DATA_ROOT")
-    return cfg
+    return training_settings(path, ProbeTrainConfig, overrides)
 
 
 def shipped() -> list[str]:

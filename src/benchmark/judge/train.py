@@ -28,7 +28,7 @@ from ..models.classifier import EVALUATION, MANIFEST, TRAIN_CONF, config_path
 from ..models.probe import MANIFEST as PROBE_MANIFEST
 from ..models.encoders import load_classifier, logits_of, resolve_encoder, softmax, tokenize, weights_sha256
 from ..paths import JUDGES_DIR
-from ..judge.config import JudgeTrainConfig
+from ..judge.config import JudgeTrainConfig, training_settings
 from ..templates import render
 from ..run import validity
 from . import DETECTOR
@@ -46,14 +46,7 @@ def load_config(name: str, overrides: list[str] = ()):
     path = config_path(name)
     if not path.is_file():
         raise BenchmarkError(f"no trainable judge {name!r}; shipped: {', '.join(shipped())}")
-    try:
-        cfg = OmegaConf.merge(OmegaConf.structured(JudgeTrainConfig), OmegaConf.load(path),
-                              OmegaConf.from_dotlist(list(overrides)))
-    except Exception as e:  # a wrong key or type, named by OmegaConf
-        raise BenchmarkError(f"{path}: {e}".splitlines()[0]) from None
-    if cfg.data_root is None:
-        cfg.data_root = os.environ.get("BENCHMARK_DATA_ROOT")
-    return cfg
+    return training_settings(path, JudgeTrainConfig, overrides)
 
 
 def trained_status(name: str) -> str:

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from .. import BenchmarkError
 from ..paths import CONF_DIR, judge_folder
 from .base import Backend, Reach, above_threshold
-from .encoders import (DELTA, artifact_sha256, load_classifier, load_tokenizer, logits_of, softmax, tokenize,
+from .encoders import (DELTA, TrainedFolder, load_classifier, load_tokenizer, logits_of, softmax, tokenize,
                        weights_sha256)
 from .usage import TOKENIZER, Usage
 
@@ -98,7 +98,11 @@ class Classifier:
         return np.mean([np.mean(g, axis=0) for g in groups.values()], axis=0)  # one vote per encoder, as trained
 
 
-class TrainedClassifier(Backend):
+class TrainedClassifier(TrainedFolder, Backend):
+    """Its content: the manifest and the members' deltas (TrainedFolder)."""
+
+    manifest_file = MANIFEST
+    read_manifest = staticmethod(read_manifest)
     model_kind = "classifier"
     fields = frozenset({"pretrained", "device"})
     operations = frozenset({"classify"})
@@ -139,18 +143,6 @@ class TrainedClassifier(Backend):
             return f"score {score!r} is not its threshold {threshold} plus its margin {margin!r}"
         return None
 
-    @classmethod
-    def content_sha256(cls, cfg, data_root):
-        """The judge's artifact: its manifest and the members' deltas (models/encoders.py)."""
-        if not cfg.pretrained:
-            return None
-        read_manifest(cfg.pretrained, cfg.name)  # a missing judge is named with the command that makes it
-        return artifact_sha256(judge_folder(cfg.pretrained), MANIFEST)
-
-    @classmethod
-    def content_source(cls, cfg) -> str:
-        return f"the judge in {judge_folder(cfg.pretrained)}"
-
     def describe(self) -> dict:
         return self.artifact_facts(self.judge.path)
 
@@ -165,8 +157,3 @@ class TrainedClassifier(Backend):
         if evaluation.is_file():  # `python -m benchmark.judge evaluate`'s figures on the set's test rows
             facts["evaluation"] = json.loads(evaluation.read_text())
         return facts
-
-    @classmethod
-    def recorded_facts(cls, cfg) -> dict | None:
-        folder = judge_folder(cfg.pretrained) if cfg.pretrained else None
-        return cls.artifact_facts(folder) if folder is not None and (folder / MANIFEST).is_file() else None

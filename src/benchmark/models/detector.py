@@ -22,7 +22,7 @@ import numpy as np
 from .. import BenchmarkError
 from ..paths import judge_folder
 from .base import Backend, Reach
-from .encoders import Pair, artifact_sha256, load_classifier, load_tokenizer, logits_of, softmax, tokenize
+from .encoders import Pair, TrainedFolder, load_classifier, load_tokenizer, logits_of, softmax, tokenize
 from .usage import TOKENIZER, Usage
 
 # The five released categories, in the paper's order (Sensitive Topic Continuation is not in the released data).
@@ -126,7 +126,10 @@ class Detector:
         return probs[rows, idx, 1]
 
 
-class DiaSafetyDetector(Backend):
+class DiaSafetyDetector(TrainedFolder, Backend):
+    """Its content: the manifest and the members' deltas (TrainedFolder)."""
+
+    manifest_file = MANIFEST
     model_kind = "classifier"
     fields = frozenset({"pretrained", "device"})
     operations = frozenset({"classify"})
@@ -183,17 +186,9 @@ class DiaSafetyDetector(Backend):
             return f"unsafe {verdict['unsafe']} with margin {margin}: a positive margin is unsafe, a negative safe"
         return None
 
-    @classmethod
-    def content_sha256(cls, cfg, data_root):
-        """The judge's artifact: its manifest and the members' deltas (models/encoders.py)."""
-        if not cfg.pretrained:
-            return None
-        read_manifest(cfg.pretrained)  # a missing detector is named with the command that makes it
-        return artifact_sha256(judge_folder(cfg.pretrained), MANIFEST)
-
-    @classmethod
-    def content_source(cls, cfg) -> str:
-        return f"the judge in {judge_folder(cfg.pretrained)}"
+    @staticmethod
+    def read_manifest(folder, name: str | None = None) -> dict:
+        return read_manifest(folder)  # a missing detector is named with the command that makes it
 
     def describe(self) -> dict:
         return self.artifact_facts(self.detector.path)
@@ -209,8 +204,3 @@ class DiaSafetyDetector(Backend):
         if evaluation.is_file():  # the detector report's figures (fine-grained too)
             facts["evaluation"] = {"task": "diasafety", "split": "test", **json.loads(evaluation.read_text())["test"]}
         return facts
-
-    @classmethod
-    def recorded_facts(cls, cfg) -> dict | None:
-        folder = judge_folder(cfg.pretrained) if cfg.pretrained else None
-        return cls.artifact_facts(folder) if folder is not None and (folder / MANIFEST).is_file() else None

@@ -21,6 +21,7 @@ import numpy as np
 from .. import BenchmarkError
 from ..files import write_json
 from ..identity import file_sha256
+from ..paths import judge_folder
 from .weights import unpacked
 
 
@@ -157,6 +158,39 @@ def artifact_sha256(folder: Path, manifest: str) -> str:
         h.update(f.relative_to(folder).as_posix().encode() + b"\0")
         h.update(hashlib.sha256(f.read_bytes()).digest())
     return h.hexdigest()
+
+
+class TrainedFolder:
+    """What a backend whose content is a trained folder (`model.pretrained`: a manifest beside its weights) says of
+    that content: its hash (pinned in the config), where it is, and the facts a card records, read from the manifest
+    without loading the weights. A subclass names its manifest file (`manifest_file`) and gives `read_manifest` (which
+    names a missing folder with the command that makes it) and `artifact_facts`."""
+
+    manifest_file: str
+
+    @staticmethod
+    def read_manifest(folder, name: str | None = None) -> dict:
+        raise NotImplementedError
+
+    @staticmethod
+    def artifact_facts(folder) -> dict:
+        raise NotImplementedError
+
+    @classmethod
+    def content_sha256(cls, cfg, data_root):
+        if not cfg.pretrained:
+            return None
+        cls.read_manifest(cfg.pretrained, cfg.name)
+        return artifact_sha256(judge_folder(cfg.pretrained), cls.manifest_file)
+
+    @classmethod
+    def content_source(cls, cfg) -> str:
+        return f"the judge in {judge_folder(cfg.pretrained)}"
+
+    @classmethod
+    def recorded_facts(cls, cfg) -> dict | None:
+        folder = judge_folder(cfg.pretrained) if cfg.pretrained else None
+        return cls.artifact_facts(folder) if folder is not None and (folder / cls.manifest_file).is_file() else None
 
 
 # ------------------------------------------------------------------- reading text with an encoder

@@ -28,7 +28,7 @@ from ..paths import judge_folder
 from ..templates import render
 from . import load_backend
 from .base import Backend, Reach, above_threshold
-from .encoders import artifact_sha256
+from .encoders import TrainedFolder
 from .usage import TOKENIZER, Usage
 
 MANIFEST = "probe.json"
@@ -129,7 +129,11 @@ class Probe:
         return ((features - h["mean"]) / h["scale"]) @ h["weight"] + float(h["bias"][0])
 
 
-class LLMProbe(Backend):
+class LLMProbe(TrainedFolder, Backend):
+    """Its content: the manifest, which pins the base model's weights by sha256, and the head (TrainedFolder)."""
+
+    manifest_file = MANIFEST
+    read_manifest = staticmethod(read_manifest)
     model_kind = "classifier"
     fields = frozenset({"pretrained"})
     operations = frozenset({"classify"})
@@ -174,18 +178,6 @@ class LLMProbe(Backend):
             return f"score {score!r} is not the sigmoid of its threshold {threshold} plus its margin {margin!r}"
         return None
 
-    @classmethod
-    def content_sha256(cls, cfg, data_root):
-        """The probe: its manifest (which pins the base model's weights by sha256) and its head."""
-        if not cfg.pretrained:
-            return None
-        read_manifest(cfg.pretrained, cfg.name)
-        return artifact_sha256(judge_folder(cfg.pretrained), MANIFEST)
-
-    @classmethod
-    def content_source(cls, cfg) -> str:
-        return f"the probe in {judge_folder(cfg.pretrained)}"
-
     def describe(self) -> dict:
         return self.artifact_facts(self.probe.path)
 
@@ -201,8 +193,3 @@ class LLMProbe(Backend):
         if evaluation.is_file():
             facts["evaluation"] = json.loads(evaluation.read_text())
         return facts
-
-    @classmethod
-    def recorded_facts(cls, cfg) -> dict | None:
-        folder = judge_folder(cfg.pretrained) if cfg.pretrained else None
-        return cls.artifact_facts(folder) if folder is not None and (folder / MANIFEST).is_file() else None
