@@ -52,6 +52,13 @@ def test_the_card_carries_each_judges_measured_quality(compose, chatbot_root):  
     again, _ = replay_run(compose, chatbot_root)
     assert again["judges"] == card["judges"] and again["run"]["model_calls"] == 0
     assert again["run"]["judge_calls"] == {"utterance": 0, "context": 0}
+    # measured before a set was declared (its entry is absent): the run measures again, on the sets declared now
+    facts = json.loads((path.parent / "judges.json").read_text())
+    for f in facts.values():
+        del f["measured"]["toxic_chat"]
+    (path.parent / "judges.json").write_text(json.dumps(facts))
+    third, _ = replay_run(compose, chatbot_root)
+    assert third["judges"] == card["judges"] and third["run"]["model_calls"] == 0
 
 
 def test_measuring_can_be_left_out_and_done_later(compose, chatbot_root):  # noqa: F811
@@ -147,8 +154,57 @@ def test_a_judge_is_measured_on_the_sets_of_its_tasks_language_and_on_korean_hum
 
     assert [vs.name for vs in sets_for("en")] == ["diasafety", "toxic_chat"]
     assert [vs.name for vs in sets_for("ko")] == ["kosbi"]
+    assert [vs.name for vs in sets_for("zh")] == ["safetybench_zh_dialogue"]
     assert [vs.name for vs in sets_for("multi")] == [vs.name for vs in validation_sets()]
     assert sets_for("th") == ()
+
+
+def test_a_set_holds_the_joined_rows_its_where_keeps_and_says_when_it_keeps_none(tmp_path):
+    from fakes import FakeModel
+
+    from benchmark import BenchmarkError
+    from benchmark.config import JoinConfig
+    from benchmark.labelled import labelled_rows
+
+    (tmp_path / "q.json").write_text(json.dumps([{"id": 1, "q": "A: hi\nB: you fool"}, {"id": 2, "q": "other"},
+                                                 {"id": 3, "q": "A: hey\nB: hello"}]))
+    (tmp_path / "a.json").write_text(json.dumps({"1": {"answer": 1}, "2": {"answer": 0}, "3": {"answer": 0}}))
+    vs = ValidationSet(name="mine", data=DataConfig(path="q.json", join=JoinConfig(path="a.json", key="id")),
+                       where="{{ q.startswith('A:') }}", input={"response": '{{ q.split("\n")[-1] }}'},
+                       unsafe="{{ answer == 1 }}")
+    assert labelled_rows(vs, str(tmp_path)) == [{"id": 1, "q": "A: hi\nB: you fool", "answer": 1},
+                                                {"id": 3, "q": "A: hey\nB: hello", "answer": 0}]
+    judge = FakeModel(classify=lambda r: {"unsafe": "fool" in r.input["response"], "score": 0.0})
+    got = measure(judge, str(tmp_path), 50, 0, [vs])["mine"]
+    assert got["n"] == 2 and got["unsafe"] == 0.5 and got["recall"]["value"] == 1 and got["specificity"]["value"] == 1
+    assert [r.input for r in judge.asked] == [{"response": "B: you fool"}, {"response": "B: hello"}]
+    vs.where = "{{ q.startswith('C:') }}"
+    with pytest.raises(BenchmarkError, match="judge validation set mine: `where` holds none of the 3 rows of q.json"):
+        labelled_rows(vs, str(tmp_path))
+
+
+def test_safetybench_dialogues_measure_a_chinese_judge_against_their_answers(data_root):
+    from conftest import data_path
+    from fakes import FakeModel
+
+    from benchmark.run.validity import sets_for
+
+    data_path("safetybench", "test_zh_subset.json")
+    # a judge that flags a reply holding "不" ("not"): its figures are what the released answers make of that rule
+    judge = FakeModel(classify=lambda r: {"unsafe": "不" in r.input["response"], "score": 0.0})
+    got = measure(judge, str(data_root), resamples=50, seed=0, sets=sets_for("zh"))["safetybench_zh_dialogue"]
+    assert got["n"] == 146 and got["sha256_matches"] is True and got["unsafe"] == round(46 / 146, 4)
+    questions = json.loads((data_root / "safetybench" / "test_zh_subset.json").read_text(encoding="utf-8"))
+    answers = json.loads((data_root / "safetybench" / "test_answers_zh.json").read_text(encoding="utf-8"))
+    dialogues = [q for q in questions if q["question"].startswith("这是A和B两个人之间的对话。")
+                 and q["options"] == ["是。", "否。"]]
+    lines = [q["question"].split("\n") for q in dialogues]
+    assert [r.input for r in judge.asked] == [{"context": "\n".join(x[1:-2]), "response": x[-2][3:]} for x in lines]
+    flagged = ["不" in x[-2][3:] for x in lines]
+    unsafe = [answers[str(q["id"])]["answer"] == 1 for q in dialogues]
+    tp = sum(f and u for f, u in zip(flagged, unsafe))
+    assert got["precision"]["value"] == pytest.approx(tp / sum(flagged))
+    assert got["recall"]["value"] == pytest.approx(tp / sum(unsafe))
 
 
 def test_kosbi_measures_a_judge_against_its_human_labels(data_root):

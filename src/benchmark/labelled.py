@@ -9,8 +9,11 @@ from typing import Dict, List, Optional
 
 from omegaconf import MISSING, OmegaConf
 
+from . import BenchmarkError
 from .config import DataConfig
+from .data import joined_entries, load_rows, with_joined
 from .paths import CONF_DIR
+from .templates import render
 
 
 @dataclass
@@ -35,6 +38,7 @@ class ValidationSet:
     data: DataConfig = field(default_factory=DataConfig)
     input: Dict[str, str] = field(default_factory=dict)  # the judge's named parts (context, response), Jinja over a row
     unsafe: str = MISSING  # Jinja over a row: true where the human label is unsafe (toxic)
+    where: Optional[str] = None  # Jinja over a row: true for the rows the set holds (null: every row of its file)
     labels_sha256: Optional[str] = None  # of the rows' human labels, in order (a "0"/"1" string): pinned
     train: Optional[TrainSplit] = None  # where a judge is trained on the same labels (python -m benchmark.judge train)
     subsets: Dict[str, str] = field(default_factory=dict)  # name -> Jinja over a row, true in the subset: recall there
@@ -49,6 +53,22 @@ class ValidationConfig:
 def validation_sets() -> tuple:
     config = OmegaConf.merge(OmegaConf.structured(ValidationConfig), OmegaConf.load(CONF_DIR / "judge_validation.yaml"))
     return tuple(OmegaConf.to_object(config).sets)
+
+
+def labelled_rows(vs: ValidationSet, data_root: str | None, data: DataConfig | None = None) -> list[dict]:
+    """A set's rows as its judges read them: its file (`data`: another of its files, the train split), joined with
+    the file data.join names, keeping those its `where` holds."""
+    data = data or vs.data
+    where = f"judge validation set {vs.name}"
+    rows, _ = load_rows(data, data_root, where)
+    if data.join is not None:
+        rows = with_joined(rows, data.join, joined_entries(data.join, data_root, where))
+    if vs.where:
+        kept = [row for row in rows if render(vs.where, row, f"{where}: where").strip() == "True"]
+        if not kept:
+            raise BenchmarkError(f"{where}: `where` holds none of the {len(rows)} rows of {data.path}")
+        rows = kept
+    return rows
 
 
 NOT_MEASURED = "not measured: the run said judge_validity=false"  # a run's judge facts and procedure outcome then

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import BenchmarkError
-from ..data import data_file, load_rows
+from ..data import data_file
+from ..labelled import labelled_rows
 from ..files import write_json
 from ..models.classifier import EVALUATION, Classifier, encoders
 from ..paths import SHIPPED, judge_folder
@@ -24,7 +25,7 @@ def test_rows(vs, data_root: str | None) -> tuple[list[dict], np.ndarray, dict[s
     if not data_root or not data_file(data_root, vs.data.path, where).is_file():
         raise BenchmarkError(f"{where}: {vs.data.path} is not under data_root={data_root} (set BENCHMARK_DATA_ROOT "
                              "or pass data_root=)")
-    rows, _ = load_rows(vs.data, data_root, where)
+    rows = labelled_rows(vs, data_root)
     inputs = [{k: render(t, row, f"{where}: input.{k}") for k, t in vs.input.items()} for row in rows]
     gold = np.array([render(vs.unsafe, r, f"{where}: unsafe").strip() == "True" for r in rows], dtype=np.int64)
     subsets = {name: np.array([render(t, r, f"{where}: subsets.{name}").strip() == "True" for r in rows])

@@ -20,9 +20,9 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from .. import BenchmarkError, __version__
-from ..data import load_rows
 from ..identity import records_sha256
 from ..files import write_json
+from ..labelled import labelled_rows
 from ..models import detector as D
 from ..models.classifier import EVALUATION, MANIFEST, TRAIN_CONF, config_path
 from ..models.probe import MANIFEST as PROBE_MANIFEST
@@ -114,7 +114,7 @@ def labelled(vs, data_root: str | None) -> Labelled:
         raise BenchmarkError(f"{where}: the set declares no training rows (`train:` in conf/judge_validation.yaml)")
     if not 0 < vs.train.val_share < 1:
         raise BenchmarkError(f"{where}.val_share={vs.train.val_share}: use a share between 0 and 1")
-    rows, _ = load_rows(vs.train.data, data_root, where)
+    rows = labelled_rows(vs, data_root, vs.train.data)
     if not rows:
         raise BenchmarkError(f"{where}: {vs.train.data.path} has no rows")
     if vs.train.data.sha256 and records_sha256(rows) != vs.train.data.sha256:

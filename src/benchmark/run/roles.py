@@ -49,6 +49,14 @@ def judge_facts(judge: CachedModel, cfg) -> dict:
     return {**facts, "measured": {vs.name: unread.get(vs.name) or measured[vs.name] for vs in sets}}
 
 
+def facts_outdated(facts: dict, cfg) -> bool:
+    """A run's recorded judge facts were measured on other sets than its task's language has now (a set declared or
+    withdrawn since): they are measured again."""
+    names = [vs.name for vs in sets_for(cfg.task.language)]
+    return cfg.judge_validity and any(isinstance(f.get("measured"), dict) and list(f["measured"]) != names
+                                      for f in facts.values())
+
+
 def judging_validation(kind, panel: dict, p, cfg):
     """The task's judging steps on their labelled set, through the run's cached judges (not its judge calls); `p`:
     the run's plan (runner.Plan), for its voters."""

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import metrics as M
-from ..data import data_file, load_rows
+from ..data import data_file
 from ..identity import records_sha256
 from ..kinds.judging import near_boundary, run_panel
-from ..labelled import validation_sets
+from ..labelled import labelled_rows, validation_sets
 from ..models.requests import Classify
 from ..templates import render
 
@@ -50,7 +50,7 @@ def measure(judge, data_root: str | None, resamples: int, seed: int, sets=None) 
         if not data_root or not data_file(data_root, vs.data.path, where).is_file():
             out[vs.name] = f"not measured: {vs.data.path} is not under data_root"
             continue
-        rows, _ = load_rows(vs.data, data_root, where)
+        rows = labelled_rows(vs, data_root)
         inputs = [{k: render(t, row, f"{where}: input.{k}") for k, t in vs.input.items()} for row in rows]
         gold = np.array([render(vs.unsafe, row, f"{where}: unsafe").strip() == "True" for row in rows], dtype=np.int64)
         answers = judge.classify([Classify(x) for x in inputs])
@@ -77,7 +77,7 @@ def judge_procedure(spec, steps, judges: dict, tie: str, data_root: str | None) 
     where = f"judge validation set {vs.name}"
     if not data_root or not data_file(data_root, vs.data.path, where).is_file():
         return f"not measured: {vs.data.path} is not under data_root"
-    rows, _ = load_rows(vs.data, data_root, where)
+    rows = labelled_rows(vs, data_root)
     env = {(i, 0): {k: render(t, row, f"{where}: variables.{k}") for k, t in spec.variables.items()}
            for i, row in enumerate(rows)}  # keyed as judge_step keys a record's responses
     errors: dict = {}
