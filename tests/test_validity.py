@@ -3,6 +3,7 @@ on the card's judge entries."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -178,6 +179,9 @@ def test_a_set_holds_the_joined_rows_its_where_keeps_and_says_when_it_keeps_none
     got = measure(judge, str(tmp_path), 50, 0, [vs])["mine"]
     assert got["n"] == 2 and got["unsafe"] == 0.5 and got["recall"]["value"] == 1 and got["specificity"]["value"] == 1
     assert [r.input for r in judge.asked] == [{"response": "B: you fool"}, {"response": "B: hello"}]
+    (tmp_path / "a.json").unlink()  # the joined file missing: not measured, and why
+    assert measure(judge, str(tmp_path), 50, 0, [vs]) == {"mine": "not measured: a.json is not under data_root"}
+    (tmp_path / "a.json").write_text("{}")
     vs.where = "{{ q.startswith('C:') }}"
     with pytest.raises(BenchmarkError, match="judge validation set mine: `where` holds none of the 3 rows of q.json"):
         labelled_rows(vs, str(tmp_path))
@@ -190,6 +194,7 @@ def test_safetybench_dialogues_measure_a_chinese_judge_against_their_answers(dat
     from benchmark.run.validity import sets_for
 
     data_path("safetybench", "test_zh_subset.json")
+    data_path("safetybench", "test_answers_zh.json")
     # a judge that flags a reply holding "不" ("not"): its figures are what the released answers make of that rule
     judge = FakeModel(classify=lambda r: {"unsafe": "不" in r.input["response"], "score": 0.0})
     got = measure(judge, str(data_root), resamples=50, seed=0, sets=sets_for("zh"))["safetybench_zh_dialogue"]
@@ -205,6 +210,8 @@ def test_safetybench_dialogues_measure_a_chinese_judge_against_their_answers(dat
     tp = sum(f and u for f, u in zip(flagged, unsafe))
     assert got["precision"]["value"] == pytest.approx(tp / sum(flagged))
     assert got["recall"]["value"] == pytest.approx(tp / sum(unsafe))
+    (vs,) = sets_for("zh")  # the labels are the ones pinned
+    assert hashlib.sha256("".join("1" if u else "0" for u in unsafe).encode()).hexdigest() == vs.labels_sha256
 
 
 def test_kosbi_measures_a_judge_against_its_human_labels(data_root):

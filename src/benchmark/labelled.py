@@ -11,7 +11,7 @@ from omegaconf import MISSING, OmegaConf
 
 from . import BenchmarkError
 from .config import DataConfig
-from .data import joined_entries, load_rows, with_joined
+from .data import data_file, joined_entries, load_rows, with_joined
 from .paths import CONF_DIR
 from .templates import render
 
@@ -55,11 +55,20 @@ def validation_sets() -> tuple:
     return tuple(OmegaConf.to_object(config).sets)
 
 
-def labelled_rows(vs: ValidationSet, data_root: str | None, data: DataConfig | None = None) -> list[dict]:
+def absent_file(vs: ValidationSet, data_root: str | None) -> str | None:
+    """The set's file (or the file it joins) that is not under data_root, or None when both are there."""
+    for relative in [vs.data.path] + ([vs.data.join.path] if vs.data.join is not None else []):
+        if not data_root or not data_file(data_root, relative, f"judge validation set {vs.name}").is_file():
+            return relative
+    return None
+
+
+def labelled_rows(vs: ValidationSet, data_root: str | None, data: DataConfig | None = None,
+                  where: str | None = None) -> list[dict]:
     """A set's rows as its judges read them: its file (`data`: another of its files, the train split), joined with
-    the file data.join names, keeping those its `where` holds."""
+    the file data.join names, keeping those its `where` holds; `where` names them in errors."""
     data = data or vs.data
-    where = f"judge validation set {vs.name}"
+    where = where or f"judge validation set {vs.name}"
     rows, _ = load_rows(data, data_root, where)
     if data.join is not None:
         rows = with_joined(rows, data.join, joined_entries(data.join, data_root, where))

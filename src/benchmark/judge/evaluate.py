@@ -9,8 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import BenchmarkError
-from ..data import data_file
-from ..labelled import labelled_rows
+from ..labelled import absent_file, labelled_rows
 from ..files import write_json
 from ..models.classifier import EVALUATION, Classifier, encoders
 from ..paths import SHIPPED, judge_folder
@@ -22,8 +21,8 @@ from .train import figures, load_config
 def test_rows(vs, data_root: str | None) -> tuple[list[dict], np.ndarray, dict[str, np.ndarray]]:
     """The set's test rows as the judge reads them, their labels, and each declared subset's mask."""
     where = f"judge validation set {vs.name}"
-    if not data_root or not data_file(data_root, vs.data.path, where).is_file():
-        raise BenchmarkError(f"{where}: {vs.data.path} is not under data_root={data_root} (set BENCHMARK_DATA_ROOT "
+    if (absent := absent_file(vs, data_root)) is not None:
+        raise BenchmarkError(f"{where}: {absent} is not under data_root={data_root} (set BENCHMARK_DATA_ROOT "
                              "or pass data_root=)")
     rows = labelled_rows(vs, data_root)
     inputs = [{k: render(t, row, f"{where}: input.{k}") for k, t in vs.input.items()} for row in rows]

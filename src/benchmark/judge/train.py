@@ -114,7 +114,7 @@ def labelled(vs, data_root: str | None) -> Labelled:
         raise BenchmarkError(f"{where}: the set declares no training rows (`train:` in conf/judge_validation.yaml)")
     if not 0 < vs.train.val_share < 1:
         raise BenchmarkError(f"{where}.val_share={vs.train.val_share}: use a share between 0 and 1")
-    rows = labelled_rows(vs, data_root, vs.train.data)
+    rows = labelled_rows(vs, data_root, vs.train.data, where)
     if not rows:
         raise BenchmarkError(f"{where}: {vs.train.data.path} has no rows")
     if vs.train.data.sha256 and records_sha256(rows) != vs.train.data.sha256:

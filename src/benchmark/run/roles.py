@@ -51,10 +51,10 @@ def judge_facts(judge: CachedModel, cfg) -> dict:
 
 def facts_outdated(facts: dict, cfg) -> bool:
     """A run's recorded judge facts were measured on other sets than its task's language has now (a set declared or
-    withdrawn since): they are measured again."""
+    withdrawn since): they are measured again. By the sets' names only: a set changed under its name is not seen."""
     names = [vs.name for vs in sets_for(cfg.task.language)]
-    return cfg.judge_validity and any(isinstance(f.get("measured"), dict) and list(f["measured"]) != names
-                                      for f in facts.values())
+    return bool(cfg.judge_validity) and any(isinstance(f.get("measured"), dict) and list(f["measured"]) != names
+                                            for f in facts.values())
 
 
 def judging_validation(kind, panel: dict, p, cfg):

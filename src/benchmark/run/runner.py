@@ -37,7 +37,8 @@ from .estimate import per_record
 from .folder import (append, check_manifest, check_name, lock_folder, prepare_dir, read_json, read_samples, run_dir_for,
                      sample_settings, write_in_order)
 from .progress import Progress
-from .roles import NOT_MEASURED, BackendPool, attacker_config, facts_outdated, judge_facts, judge_panel, judging_validation
+from .roles import (NOT_MEASURED, BackendPool, attacker_config, facts_outdated, judge_facts, judge_panel,
+                    judging_validation)
 
 POOL = BackendPool()  # the backends this process keeps loaded between runs
 
@@ -234,8 +235,8 @@ def _measured_panel(p: Plan, cache: ResponseCache, backend, out: Execution, pend
     out.validation = read_json(validation_path) if validation_path.exists() else None
     # a run whose judges.json (or validation.json) is missing, unmeasured and now asked to measure, or measured on
     # other labelled sets than are declared now, measures its judges again, even when every sample is done
-    unmeasured = cfg.judge_validity and (any(f.get("measured") == NOT_MEASURED for f in out.judge_facts.values())
-                                         or out.validation == NOT_MEASURED) or facts_outdated(out.judge_facts, cfg)
+    unmeasured = facts_outdated(out.judge_facts, cfg) or cfg.judge_validity and (
+        any(f.get("measured") == NOT_MEASURED for f in out.judge_facts.values()) or out.validation == NOT_MEASURED)
     validated = kind.judging_validation is None or validation_path.exists()
     if not (pending or (p.judge_cfgs and (not facts_path.exists() or not validated or unmeasured))):
         return {}

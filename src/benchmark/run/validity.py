@@ -9,10 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import metrics as M
-from ..data import data_file
 from ..identity import records_sha256
 from ..kinds.judging import near_boundary, run_panel
-from ..labelled import labelled_rows, validation_sets
+from ..labelled import absent_file, labelled_rows, validation_sets
 from ..models.requests import Classify
 from ..templates import render
 
@@ -47,8 +46,8 @@ def measure(judge, data_root: str | None, resamples: int, seed: int, sets=None) 
     out = {}
     for vs in sets if sets is not None else validation_sets():
         where = f"judge validation set {vs.name}"
-        if not data_root or not data_file(data_root, vs.data.path, where).is_file():
-            out[vs.name] = f"not measured: {vs.data.path} is not under data_root"
+        if (absent := absent_file(vs, data_root)) is not None:
+            out[vs.name] = f"not measured: {absent} is not under data_root"
             continue
         rows = labelled_rows(vs, data_root)
         inputs = [{k: render(t, row, f"{where}: input.{k}") for k, t in vs.input.items()} for row in rows]
@@ -75,8 +74,8 @@ def judge_procedure(spec, steps, judges: dict, tie: str, data_root: str | None) 
         return f"not measured: no judge validation set {spec.set!r} (conf/judge_validation.yaml has {sorted(sets)})"
     vs = sets[spec.set]
     where = f"judge validation set {vs.name}"
-    if not data_root or not data_file(data_root, vs.data.path, where).is_file():
-        return f"not measured: {vs.data.path} is not under data_root"
+    if (absent := absent_file(vs, data_root)) is not None:
+        return f"not measured: {absent} is not under data_root"
     rows = labelled_rows(vs, data_root)
     env = {(i, 0): {k: render(t, row, f"{where}: variables.{k}") for k, t in spec.variables.items()}
            for i, row in enumerate(rows)}  # keyed as judge_step keys a record's responses
