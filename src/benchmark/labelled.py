@@ -80,6 +80,16 @@ def labelled_rows(vs: ValidationSet, data_root: str | None, data: DataConfig | N
     return rows
 
 
+def judge_inputs(vs: ValidationSet, rows: list[dict], where: str) -> list[dict[str, str]]:
+    """Each row as the judge reads it: the set's input templates (context, response) rendered over it."""
+    return [{k: render(t, row, f"{where}: input.{k}") for k, t in vs.input.items()} for row in rows]
+
+
+def human_labels(vs: ValidationSet, rows: list[dict], where: str) -> list[int]:
+    """1 where people called the row unsafe (the set's `unsafe` template), else 0."""
+    return [int(render(vs.unsafe, row, f"{where}: unsafe").strip() == "True") for row in rows]
+
+
 NOT_MEASURED = "not measured: the run said judge_validity=false"  # a run's judge facts and procedure outcome then
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import BenchmarkError
-from ..labelled import absent_file, labelled_rows
+from ..labelled import absent_file, human_labels, judge_inputs, labelled_rows
 from ..files import write_json
 from ..models.classifier import EVALUATION, Classifier, encoders
 from ..paths import SHIPPED, judge_folder
@@ -25,8 +25,8 @@ def test_rows(vs, data_root: str | None) -> tuple[list[dict], np.ndarray, dict[s
         raise BenchmarkError(f"{where}: {absent} is not under data_root={data_root} (set BENCHMARK_DATA_ROOT "
                              "or pass data_root=)")
     rows = labelled_rows(vs, data_root)
-    inputs = [{k: render(t, row, f"{where}: input.{k}") for k, t in vs.input.items()} for row in rows]
-    gold = np.array([render(vs.unsafe, r, f"{where}: unsafe").strip() == "True" for r in rows], dtype=np.int64)
+    inputs = judge_inputs(vs, rows, where)
+    gold = np.array(human_labels(vs, rows, where), dtype=np.int64)
     subsets = {name: np.array([render(t, r, f"{where}: subsets.{name}").strip() == "True" for r in rows])
                for name, t in vs.subsets.items()}
     return inputs, gold, subsets

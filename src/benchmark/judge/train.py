@@ -22,14 +22,13 @@ from omegaconf import OmegaConf
 from .. import BenchmarkError, __version__
 from ..identity import records_sha256
 from ..files import write_json
-from ..labelled import labelled_rows
+from ..labelled import human_labels, judge_inputs, labelled_rows
 from ..models import detector as D
 from ..models.classifier import EVALUATION, MANIFEST, TRAIN_CONF, config_path
 from ..models.probe import MANIFEST as PROBE_MANIFEST
 from ..models.encoders import load_classifier, logits_of, resolve_encoder, softmax, tokenize, weights_sha256
 from ..paths import JUDGES_DIR
 from ..judge.config import JudgeTrainConfig, training_settings
-from ..templates import render
 from ..run import validity
 from . import DETECTOR
 from . import probe_train
@@ -120,12 +119,10 @@ def labelled(vs, data_root: str | None) -> Labelled:
     if vs.train.data.sha256 and records_sha256(rows) != vs.train.data.sha256:
         raise BenchmarkError(f"{where}: {vs.train.data.path} is not the file the shipped judges were trained on "
                              f"(its rows hash to {records_sha256(rows)}, not {vs.train.data.sha256})")
-    examples, keys = [], []
-    for i, row in enumerate(rows):
-        parts = {k: render(t, row, f"{where}: input.{k}") for k, t in vs.input.items()}
-        label = int(render(vs.unsafe, row, f"{where}: unsafe").strip() == "True")
-        examples.append(Example(parts.get("context"), parts.get("response", ""), label))
-        keys.append(_row_key(row, parts))
+    inputs = judge_inputs(vs, rows, where)
+    examples = [Example(parts.get("context"), parts.get("response", ""), label)
+                for parts, label in zip(inputs, human_labels(vs, rows, where))]
+    keys = [_row_key(row, parts) for row, parts in zip(rows, inputs)]
     held = carve(keys, [e.label for e in examples], vs.train.val_share, vs.train.val_seed)
     if len({e.label for e, h in zip(examples, held) if h}) < 2:
         raise BenchmarkError(f"{where}: the validation share holds one label only; the set needs both")

@@ -11,7 +11,7 @@ import numpy as np
 from .. import metrics as M
 from ..identity import records_sha256
 from ..kinds.judging import near_boundary, run_panel
-from ..labelled import absent_file, labelled_rows, validation_sets
+from ..labelled import absent_file, human_labels, judge_inputs, labelled_rows, validation_sets
 from ..models.requests import Classify
 from ..templates import render
 
@@ -50,8 +50,8 @@ def measure(judge, data_root: str | None, resamples: int, seed: int, sets=None) 
             out[vs.name] = f"not measured: {absent} is not under data_root"
             continue
         rows = labelled_rows(vs, data_root)
-        inputs = [{k: render(t, row, f"{where}: input.{k}") for k, t in vs.input.items()} for row in rows]
-        gold = np.array([render(vs.unsafe, row, f"{where}: unsafe").strip() == "True" for row in rows], dtype=np.int64)
+        inputs = judge_inputs(vs, rows, where)
+        gold = np.array(human_labels(vs, rows, where), dtype=np.int64)
         answers = judge.classify([Classify(x) for x in inputs])
         failed = sum(1 for a in answers if not isinstance(a, dict))
         if failed:
@@ -83,7 +83,7 @@ def judge_procedure(spec, steps, judges: dict, tie: str, data_root: str | None) 
     found = run_panel(steps, judges, env, tie, errors)
     if errors:
         return f"not measured: {len(errors)} of {len(rows)} judge requests failed"
-    gold = "".join("1" if render(vs.unsafe, row, f"{where}: unsafe").strip() == "True" else "0" for row in rows)
+    gold = "".join(map(str, human_labels(vs, rows, where)))
     return {"set": vs.name, "n": len(rows), "data_sha256": records_sha256(rows), "gold": gold,
             "flagged": "".join("0" if found[(i, 0)].step is None else "1" for i in range(len(rows))),
             "near": "".join("1" if near_boundary(found[(i, 0)]) else "0" for i in range(len(rows)))}
