@@ -9,15 +9,16 @@
 # conf/model/qwen2.5-coder-0.5b-instruct.yaml), and for Qwen2.5-Coder-1.5B-Instruct its 22 packages and the extra
 # llama-cpp (conf/model/qwen2.5-coder-1.5b-instruct.yaml). Each card's run folder is made anew, so every sample is
 # derived again by the current code; the models' answers come from the response cache (results/.cache), so a rebuild
-# asks a model only what it was never asked. A first build from an empty cache takes about nineteen hours of runs
+# asks a model only what it was never asked. A first build from an empty cache takes about twenty-two hours of runs
 # on 2 CPU cores (less with two runs side by side, one core each): SmolLM2 answering diasafety_chatbot's 10,460
 # sampled responses about two and a half, Qwen-0.5B's cards about six (ricota 28 minutes, diasafety 12, toxicchat 66
 # with other work on the cores, diasafety_chatbot_k1 about 60, kosbi 30 and safetybench_zh 52 on one core each;
 # multijail_en_zh_ko_sw about 120: 89 answering, 30 judging by the harm probe on llama-cpp, and its verification
 # about 80 more, measuring the probe on 4,664 labelled pairs from a fresh cache; the harm probe's own cards,
-# diasafety 19 and kosbi 56, need llama-cpp), Qwen-1.5B's about eight on llama.cpp (ricota 48 minutes, diasafety 47,
-# goal_direct_multijail 44, toxicchat 91, diasafety_chatbot_k1 91, safetybench_zh about 60 and kosbi 80, on
-# one core each beside another run) and its attack on SmolLM2 (toxicchat_qwen_attacker) 65. A machine whose CPU has AMX needs the llama.cpp build docs/running.md gives.
+# diasafety 19 and kosbi 56, need llama-cpp), Qwen-1.5B's about eleven on llama.cpp (ricota 48 minutes, diasafety 47,
+# goal_direct_multijail 44, toxicchat 91, diasafety_chatbot_k1 91, safetybench_zh about 60, kosbi 80 and
+# multijail_en_zh_ko_sw about 195: 155 answering, 40 judging; on one core each beside another run) and its attack on
+# SmolLM2 (toxicchat_qwen_attacker) 65. A machine whose CPU has AMX needs the llama.cpp build docs/running.md gives.
 #
 # Usage: submissions/reproduce.sh [MODEL/TASK ...]   (no argument: every card; otherwise only the cards named)
 set -euo pipefail
@@ -41,7 +42,7 @@ CARDS=(
   "qwen2.5-coder-1.5b-instruct ricota" "qwen2.5-coder-1.5b-instruct diasafety"
   "qwen2.5-coder-1.5b-instruct diasafety_chatbot_k1" "qwen2.5-coder-1.5b-instruct toxicchat"
   "qwen2.5-coder-1.5b-instruct goal_direct_multijail" "qwen2.5-coder-1.5b-instruct safetybench_zh"
-  "qwen2.5-coder-1.5b-instruct kosbi"
+  "qwen2.5-coder-1.5b-instruct kosbi" "qwen2.5-coder-1.5b-instruct multijail_en_zh_ko_sw"
   "smollm2-135m-instruct toxicchat_qwen_attacker"
 )
 if [ $# -gt 0 ]; then
