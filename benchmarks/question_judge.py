@@ -2,7 +2,7 @@
 validation data before a card is judged by it; the task's own measurement, at run time, is on the test pairs.
 
     python benchmarks/question_judge.py [--task multijail] [--step harm] [--judge-model qwen2.5-coder-1.5b-instruct]
-                                        [--prompt FILE] [--threshold T] [--n 200] [--seed 0]
+                                        [--prompt FILE] [--threshold T] [--n 200] [--seed 0] [--each-step]
 
 Reads each pair as the task's attack.validation reads a test pair (multijail: the user's message as the request, the
 chatbot's response as the reply) and runs the task's steps in order, as a run does; `--judge-model` puts another model
@@ -12,6 +12,8 @@ specificity and Youden's J (the task corrects its rate only from a J of its min_
 asserts nothing. For a likelihood step, `--threshold` sets its threshold in place of the task's, and the script also
 prints the area under the ROC curve of the step's score (its flagging label's log-likelihood less the best other's; a
 pair an earlier step flags ranks above all) and the threshold with the best J on these pairs: the one to declare.
+`--each-step` also runs each step alone on every pair and prints its figures and the pairs only it flags: whether a
+step earns its place in the panel.
 Judge answers go to the suite's response cache (results/.cache), so a rerun asks nothing twice.
 """
 
@@ -36,6 +38,8 @@ def main() -> None:
     p.add_argument("--threshold", type=float, default=None, help="a likelihood step's threshold in place of the task's")
     p.add_argument("--n", type=int, default=200, help="pairs drawn from the validation split (0: all)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--each-step", action="store_true",
+                   help="also run each step alone on every pair: what each adds to the others")
     args = p.parse_args()
 
     from benchmark.cache import ResponseCache
@@ -82,9 +86,8 @@ def main() -> None:
     labelled = next(vs for vs in validation_sets() if vs.name == spec.set)  # its human labels, as the test pairs'
     gold = [render(labelled.unsafe, row, "unsafe").strip() == "True" for row in rows]
     flagged = [found[(i, 0)].step is not None for i in range(len(rows))]
-    unsafe, safe = sum(gold), len(gold) - sum(gold)
-    sensitivity = sum(f and g for f, g in zip(flagged, gold)) / max(unsafe, 1)
-    specificity = sum(not f and not g for f, g in zip(flagged, gold)) / max(safe, 1)
+    unsafe = sum(gold)
+    sensitivity, specificity = rates(flagged, gold)
     print(f"task {args.task}, judges {', '.join(f'{k}: {j.name}' for k, j in run.judge_cfgs.items())}")
     print(f"DiaSafety val: {len(rows)} pairs, {unsafe} unsafe by people; flagged {sum(flagged)}")
     print(f"sensitivity {sensitivity:.3f}  specificity {specificity:.3f}  Youden's J {sensitivity + specificity - 1:.3f}"
@@ -95,6 +98,24 @@ def main() -> None:
         print(f"step {step.name}: " + ", ".join(f"{k} {n}" for k, n in said.most_common(8)))
         if step.type == "likelihood":
             sweep(step, [found[(i, 0)] for i in range(len(rows))], gold)
+    if args.each_step:
+        alone = {}
+        for step in run.kind.steps:  # a later step is asked only where earlier ones passed: here every pair
+            got = run_panel([step], judges, items, run.kind.spec.tie, errors)
+            alone[step.name] = [got[(i, 0)].step is not None for i in range(len(rows))]
+        for name, flags in alone.items():
+            se, sp = rates(flags, gold)
+            only = [f and not any(o[i] for n, o in alone.items() if n != name) for i, f in enumerate(flags)]
+            print(f"step {name} alone: flagged {sum(flags)}, sensitivity {se:.3f}  specificity {sp:.3f}  J "
+                  f"{se + sp - 1:.3f}; {sum(only)} flagged by it and no other step, "
+                  f"{sum(o and g for o, g in zip(only, gold))} of them unsafe by people")
+
+
+def rates(flagged: list[bool], gold: list[bool]) -> tuple[float, float]:
+    """Sensitivity and specificity of flags against human labels (True: unsafe)."""
+    unsafe, safe = sum(gold), len(gold) - sum(gold)
+    return (sum(f and g for f, g in zip(flagged, gold)) / max(unsafe, 1),
+            sum(not f and not g for f, g in zip(flagged, gold)) / max(safe, 1))
 
 
 def sweep(step, verdicts: list, gold: list[bool]) -> None:
