@@ -26,6 +26,8 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -45,7 +47,8 @@ def main() -> None:
     from benchmark.cache import ResponseCache
     from benchmark.composition import compose
     from benchmark.kinds.judging import run_panel
-    from benchmark.labelled import validation_sets
+    from benchmark.labelled import human_labels, validation_sets
+    from benchmark.metrics import youden
     from benchmark.models import load_backend
     from benchmark.models.cached import CachedModel
     from benchmark.run.runner import plan
@@ -84,10 +87,10 @@ def main() -> None:
         raise SystemExit(f"{len(errors)} judge requests failed: {next(iter(errors.values()))}")
 
     labelled = next(vs for vs in validation_sets() if vs.name == spec.set)  # its human labels, as the test pairs'
-    gold = [render(labelled.unsafe, row, "unsafe").strip() == "True" for row in rows]
+    gold = human_labels(labelled, rows, f"labelled set {labelled.name}")
     flagged = [found[(i, 0)].step is not None for i in range(len(rows))]
     unsafe = sum(gold)
-    sensitivity, specificity = rates(flagged, gold)
+    sensitivity, specificity = youden(np.array(gold), np.array(flagged))
     print(f"task {args.task}, judges {', '.join(f'{k}: {j.name}' for k, j in run.judge_cfgs.items())}")
     print(f"DiaSafety val: {len(rows)} pairs, {unsafe} unsafe by people; flagged {sum(flagged)}")
     print(f"sensitivity {sensitivity:.3f}  specificity {specificity:.3f}  Youden's J {sensitivity + specificity - 1:.3f}"
@@ -104,18 +107,11 @@ def main() -> None:
             got = run_panel([step], judges, items, run.kind.spec.tie, errors)
             alone[step.name] = [got[(i, 0)].step is not None for i in range(len(rows))]
         for name, flags in alone.items():
-            se, sp = rates(flags, gold)
+            se, sp = youden(np.array(gold), np.array(flags))
             only = [f and not any(o[i] for n, o in alone.items() if n != name) for i, f in enumerate(flags)]
             print(f"step {name} alone: flagged {sum(flags)}, sensitivity {se:.3f}  specificity {sp:.3f}  J "
                   f"{se + sp - 1:.3f}; {sum(only)} flagged by it and no other step, "
                   f"{sum(o and g for o, g in zip(only, gold))} of them unsafe by people")
-
-
-def rates(flagged: list[bool], gold: list[bool]) -> tuple[float, float]:
-    """Sensitivity and specificity of flags against human labels (True: unsafe)."""
-    unsafe, safe = sum(gold), len(gold) - sum(gold)
-    return (sum(f and g for f, g in zip(flagged, gold)) / max(unsafe, 1),
-            sum(not f and not g for f, g in zip(flagged, gold)) / max(safe, 1))
 
 
 def sweep(step, verdicts: list, gold: list[bool]) -> None:
