@@ -55,22 +55,31 @@ def test_mistyped_override_names_the_key(tmp_path):
 
 
 def test_missing_data_file_names_the_path(tmp_path):
-    proc = run_cli(f"data_root={tmp_path / 'nowhere'}", cwd=tmp_path)
+    proc = run_cli(f"data_root={tmp_path / 'nowhere'}", "task=kosbi", cwd=tmp_path)
     assert proc.returncode == 2
-    assert f"data file not found: {tmp_path / 'nowhere' / 'diasafety' / 'test.json'}" in proc.stderr
+    assert f"data file not found: {tmp_path / 'nowhere' / 'kosbi' / 'kosbi_test.json'}" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
-def test_offline_without_data_root_says_how_to_set_it(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "BENCHMARK_DATA_ROOT"}
-    env["HF_DATASETS_OFFLINE"] = "1"
+def test_the_default_runs_offline_and_a_task_without_its_data_says_where_it_goes(tmp_path):
+    """No data folder and no network: the default reads DiaSafety's test split, which ships inside the package; a
+    task whose file is not here says in one line which file, and where to put it."""
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "benchmark"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "BENCHMARK_DATA_ROOT"}
+    env.update({"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "BENCHMARK_CACHE": str(tmp_path / "cache")})
+    proc = subprocess.run([sys.executable, "-m", "benchmark", "progress=false"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    card = json.loads(next((tmp_path / "results").glob("*/*/*/scorecard.json")).read_text())
+    assert card["dataset"]["source"] == "bundled:diasafety/test.json" and card["dataset"]["sha256_matches_task"]
+    proc = subprocess.run([sys.executable, "-m", "benchmark", "task=kosbi"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
     assert proc.returncode == 2
-    assert "could not fetch https://raw.githubusercontent.com/thu-coai/DiaSafety/" in proc.stderr
-    assert "set data_root=DIR" in proc.stderr and proc.stderr.count("\n") == 1
+    assert "could not fetch https://raw.githubusercontent.com/naver-ai/korean-safety-benchmarks/" in proc.stderr
+    assert "put the file at DIR/kosbi/kosbi_test.json and set data_root=DIR" in proc.stderr
+    assert proc.stderr.count("\n") == 1
 
 
 def test_limit_zero_and_negative(compose, data_root):

@@ -80,10 +80,10 @@ def test_the_probe_scores_the_models_last_state_through_its_head(tiny_model, tmp
     assert "margin" in LLMProbe.verdict_problem(config(tmp_path / "probe"), flipped)
     inflated = {**verdicts[0], "score": round(verdicts[0]["score"] + 0.1, 4)}
     assert "is not the sigmoid" in LLMProbe.verdict_problem(config(tmp_path / "probe"), inflated)
-    # it is measured only on sets that give a request and a reply
-    assert judge.unreadable_set({"response": "{{ instance }}"}) == (
+    # it is measured only on sets that give a request and a reply (said from its config, without loading it)
+    assert LLMProbe.unreadable_set(config(tmp_path / "probe"), {"response": "{{ instance }}"}) == (
         "the probe reads context and response; the set gives no context")
-    assert judge.unreadable_set({"context": "{{ context }}", "response": "{{ sentence }}"}) is None
+    assert LLMProbe.unreadable_set(config(tmp_path / "probe"), {"context": "{{ context }}", "response": "{{ x }}"}) is None
     # it counts the tokens its base model reads: the prompt around each pair
     from benchmark.models.requests import Classify
 

@@ -242,5 +242,7 @@ class RunBase:
     chunk_size: Optional[int] = None  # records per batch, their samples written after each; null: the backend's
     progress: bool = True
     judge_validity: bool = True  # measure each classifier judge on the human-labelled sets (conf/judge_validation.yaml)
+    # read the shipped judges' verdicts on those sets from judges/validity.json (false: ask the judges themselves)
+    validity_record: bool = True
     preview: Optional[int] = None  # N: print what the first N records would ask, load no model, run nothing
     budget: Budget = field(default_factory=Budget)

@@ -9,11 +9,14 @@ from pathlib import Path
 
 from . import BenchmarkError
 from .identity import file_sha256, records_sha256, sha256_json
-from .paths import cache_root
+from .paths import BUNDLED_DIR, cache_root
 from .templates import render
 
 _BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}
-DATA_ROOT_HINT = "set data_root=DIR on the command line (or the BENCHMARK_DATA_ROOT environment variable)"
+def put_it(relative: str) -> str:
+    """Where a data file that is not here goes, in one phrase."""
+    return (f"put the file at DIR/{relative} and set data_root=DIR on the command line (or export "
+            "BENCHMARK_DATA_ROOT=DIR)")
 
 
 @dataclass
@@ -60,16 +63,34 @@ def _unreadable(path: Path, fmt: str) -> str | None:
     return None
 
 
+def bundled_file(relative: str) -> Path | None:
+    """The copy of a data file that ships inside the package (bundled/: DiaSafety's test split, the default task's
+    data, with its licence), or None."""
+    parts = Path(relative).parts
+    if not parts or Path(relative).is_absolute() or ".." in parts:
+        return None
+    path = BUNDLED_DIR / relative
+    return path if path.is_file() else None
+
+
+def local_file(data_root: str | None, relative: str, where: str) -> tuple[Path, str] | None:
+    """Where a data file is on this machine, and the source a card names: under data_root, else the package's own
+    copy; None where neither holds it."""
+    if data_root and (path := data_file(data_root, relative, where)).is_file():
+        return path, f"data_root:{relative}"
+    if (path := bundled_file(relative)) is not None:
+        return path, f"bundled:{relative}"
+    return None
+
+
 def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]:
     if data.format not in _BUILDERS:
         raise BenchmarkError(f"{where}: data.format={data.format!r} is not one of {sorted(_BUILDERS)}")
+    if (found := local_file(data_root, data.path, where)) is not None:
+        return _local_rows(found[0], data, where), found[1]
     if data_root:
-        path = data_file(data_root, data.path, where)
-        if not path.is_file():
-            raise BenchmarkError(
-                f"{where}: data file not found: {path} (data_root={data_root}, path={data.path})"
-            )
-        return _local_rows(path, data, where), f"data_root:{data.path}"
+        raise BenchmarkError(f"{where}: data file not found: {data_file(data_root, data.path, where)} "
+                             f"(data_root={data_root}, path={data.path})")
     import datasets
 
     builder = _BUILDERS[data.format]
@@ -78,8 +99,8 @@ def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]
             ds = datasets.load_dataset(builder, data_files=data.url, split="train", **_builder_kwargs(data))
         except Exception as e:  # offline, moved file, proxy...: one message with the way out
             raise BenchmarkError(
-                f"{where}: could not fetch {data.url} ({type(e).__name__}) and no data_root is set; "
-                f"{DATA_ROOT_HINT}: a folder holding {data.path}"
+                f"{where}: could not fetch {data.url} ({type(e).__name__}) and no data_root is set: "
+                f"{put_it(data.path)}"
             ) from None
         return ds.to_list(), data.url
     if data.hub:
@@ -88,10 +109,10 @@ def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]
         except Exception as e:
             raise BenchmarkError(
                 f"{where}: could not load hub dataset {data.hub} ({type(e).__name__}) and no data_root "
-                f"is set; {DATA_ROOT_HINT}: a folder holding {data.path}"
+                f"is set: {put_it(data.path)}"
             ) from None
         return ds.to_list(), f"hub:{data.hub}"
-    raise BenchmarkError(f"{where}: no data_root and no remote source (data.url or data.hub); {DATA_ROOT_HINT}")
+    raise BenchmarkError(f"{where}: {data.path} is not here and the task names no remote source: {put_it(data.path)}")
 
 
 def _local_rows(path: Path, data, where: str) -> list[dict]:
@@ -171,10 +192,10 @@ def joined_entries(join, data_root: str | None, where: str) -> dict:
         try:
             path = Path(cached_path(join.url))
         except Exception as e:
-            raise BenchmarkError(f"{where}: could not fetch {join.url} ({type(e).__name__}) and no data_root is set; "
-                                 f"{DATA_ROOT_HINT}: a folder holding {join.path}") from None
+            raise BenchmarkError(f"{where}: could not fetch {join.url} ({type(e).__name__}) and no data_root is set: "
+                                 f"{put_it(join.path)}") from None
     else:
-        raise BenchmarkError(f"{where}: no data_root and no data.join.url; {DATA_ROOT_HINT}")
+        raise BenchmarkError(f"{where}: {join.path} is not here and no data.join.url is given: {put_it(join.path)}")
     if path.stat().st_size > MAX_JOIN_BYTES:
         raise BenchmarkError(f"{where}: {path} has {path.stat().st_size:,} bytes, more than {MAX_JOIN_BYTES:,}")
     try:

@@ -11,7 +11,7 @@ from omegaconf import MISSING, OmegaConf
 
 from . import BenchmarkError
 from .config import DataConfig
-from .data import data_file, joined_entries, load_rows, with_joined
+from .data import joined_entries, load_rows, local_file, with_joined
 from .paths import CONF_DIR
 from .templates import render
 
@@ -56,9 +56,10 @@ def validation_sets() -> tuple:
 
 
 def absent_file(vs: ValidationSet, data_root: str | None) -> str | None:
-    """The set's file (or the file it joins) that is not under data_root, or None when both are there."""
+    """The set's file (or the file it joins) that is neither under data_root nor bundled with the suite, or None
+    when both are here."""
     for relative in [vs.data.path] + ([vs.data.join.path] if vs.data.join is not None else []):
-        if not data_root or not data_file(data_root, relative, f"judge validation set {vs.name}").is_file():
+        if local_file(data_root, relative, f"judge validation set {vs.name}") is None:
             return relative
     return None
 

@@ -1,6 +1,6 @@
-"""Where the suite's config folders and its leaderboard app are: inside the installed package (`pip install .` ships
-conf/, tasks/ and leaderboard/ as benchmark/conf, benchmark/tasks, benchmark/leaderboard), or beside src/ in a source
-checkout (an editable install)."""
+"""Where the suite's config folders, shipped judges, bundled data and leaderboard app are: inside the installed package
+(`pip install .` ships conf/, tasks/, judges/, bundled/ and leaderboard/ as benchmark/conf, benchmark/tasks, …), or
+beside src/ in a source checkout (an editable install)."""
 
 import os
 from pathlib import Path
@@ -8,11 +8,12 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 if (PACKAGE_DIR / "conf" / "config.yaml").is_file():  # installed: the configs travel with the code
     CONF_DIR, TASKS_DIR, CHECKOUT = PACKAGE_DIR / "conf", PACKAGE_DIR / "tasks", None
-    JUDGES_DIR = PACKAGE_DIR / "judges"
+    JUDGES_DIR, BUNDLED_DIR = PACKAGE_DIR / "judges", PACKAGE_DIR / "bundled"
     LEADERBOARD_APP = PACKAGE_DIR / "leaderboard" / "app.py"
 else:  # a source checkout: src/benchmark beside conf/, tasks/ and leaderboard/
     CHECKOUT = PACKAGE_DIR.parents[1]
     CONF_DIR, TASKS_DIR, JUDGES_DIR = CHECKOUT / "conf", CHECKOUT / "tasks", CHECKOUT / "judges"
+    BUNDLED_DIR = CHECKOUT / "bundled"
     LEADERBOARD_APP = CHECKOUT / "leaderboard" / "app.py"
 # the repository a run's paths are made relative to and its git commit read from; installed: where it runs
 REPO_ROOT = CHECKOUT or Path.cwd()

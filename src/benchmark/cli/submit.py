@@ -2,8 +2,8 @@
 
     python -m benchmark.submit RUN_DIR [--to submissions] [--replace]   package a finished run into submissions/<model>/
     python -m benchmark.submit validate [PATH ...] [--data-root DIR]    check submissions (default: the whole folder)
-    python -m benchmark.submit verify CARD [--n 20] [--endpoint ROLE=URL] [--key-env ROLE=VAR] [--key PEM]
-                                                                         re-run a random sample of a card's records
+    python -m benchmark.submit verify CARD [--n 20] [--judge-sample 200] [--endpoint ROLE=URL] [--key-env ROLE=VAR]
+                                   [--key PEM]                           re-run a random sample of a card's records
     python -m benchmark.submit recall CARD [--cache-dir DIR]             a card's answers into this machine's cache
     python -m benchmark.submit pin TASK [--data-root DIR]                derive a task's `pinned:` values from its data
     python -m benchmark.submit keygen PATH                               a verifier's key pair
@@ -34,7 +34,8 @@ from ..models.cached import Failure
 from ..models.registry import backend_class
 from ..run import scorecard
 from ..run.folder import read_samples
-from ..run.runner import POOL, pins, run
+from ..run.recheck import recheck
+from ..run.runner import POOL, pins, plan, run
 from ..submissions.base import NAME, capped
 from ..submissions.checked import CheckStore
 from ..submissions.configs import full_config, model_config_node, read_yaml
@@ -177,11 +178,13 @@ def _maintainers_endpoints(card: dict, endpoints: dict[str, str], key_envs: dict
 
 def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str | None = None,
            min_agreement: float = 0.95, allow_remote_code: bool = False, key: Path | None = None,
-           endpoints: dict[str, str] | None = None, key_envs: dict[str, str] | None = None) -> dict:
+           endpoints: dict[str, str] | None = None, key_envs: dict[str, str] | None = None,
+           judge_sample: int = 200) -> dict:
     """Validate the card (every derived value recomputed), then re-run a random sample of its records with its
     configs (a fresh cache: the models really answer; endpoints and keys the verifier's own) and compare outputs,
-    verdicts, gold labels and groups with the submitted samples. With a verifier's private key the result is signed
-    and written into the card as `verification`; without one it is only returned."""
+    verdicts, gold labels and groups with the submitted samples; and re-ask its judges `judge_sample` rows of each
+    labelled set the shipped validity record answered for them (0: every row), against the record. With a verifier's
+    private key the result is signed and written into the card as `verification`; without one it is only returned."""
     loaded = S.load_folder(card_path.parent, True, allow_remote_code, only=card_path, data_root=data_root)
     if loaded.rejected:
         raise BenchmarkError("the card does not validate; fix it before verifying:\n  " +
@@ -198,6 +201,10 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
     with tempfile.TemporaryDirectory(prefix="verify-") as tmp:
         cfg = _rerun_config(card, configs, ids, Path(tmp), data_root, allow_remote_code)
         rerun_card, rerun_path = run(cfg)
+        rerun_plan = plan(cfg)
+        backends = {k: POOL.get(POOL.key(c, allow_remote_code, data_root), c, allow_remote_code, data_root)
+                    for k, c in rerun_plan.judge_cfgs.items()}
+        records = recheck(rerun_plan, backends, Path(tmp) / "recheck.sqlite", judge_sample, seed)
         kind = make_kind(cfg.task, cfg.model)
         # compared as submitted: the data set's texts hashed
         own = task_strings(card["task"].get("config"))
@@ -205,7 +212,8 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
 
     result = {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "by": f"benchmark {__version__} (python -m benchmark.submit verify)", "seed": seed,
-              **_compared(kind, ids, submitted, rerun, card, rerun_card), "min_agreement": min_agreement}
+              **_compared(kind, ids, submitted, rerun, card, rerun_card), "min_agreement": min_agreement,
+              **({**records, "judge_sample": judge_sample} if records else {})}
     result = {"verified": verified_from(result), **result}
     card = {k: v for k, v in card.items() if k != "verification"}
     result["card_sha256"] = card_sha256(card)
@@ -222,7 +230,7 @@ def _rerun_config(card: dict, configs: dict, ids: list[str], tmp: Path, data_roo
     from omegaconf import OmegaConf, open_dict
 
     cfg = compose([f"task={card['task']['name']}", f"output_dir={tmp}/run", f"cache_dir={tmp}/cache",
-                   f"seed={card['run']['seed']}", "bootstrap=10", "progress=false",
+                   f"seed={card['run']['seed']}", "bootstrap=10", f"progress={sys.stderr.isatty()}",
                    f"judge_validity={str(card.get('judging_validation') is not None).lower()}",
                    f"allow_remote_code={allow_remote_code}"], keep=False)
     with open_dict(cfg):
@@ -396,6 +404,9 @@ def _parser(command: str) -> argparse.ArgumentParser:
     else:
         p.add_argument("card", type=Path)
         p.add_argument("--n", type=int, default=20, help="records to re-run")
+        p.add_argument("--judge-sample", type=int, default=200,
+                       help="rows of each labelled set re-asked of the judges, against the shipped validity record "
+                            "their figures came from (0: every row)")
         p.add_argument("--seed", type=int, default=None, help="which records (default: drawn at random)")
         p.add_argument("--min-agreement", type=float, default=0.95)
         p.add_argument("--data-root", default=data_root)
@@ -435,12 +446,15 @@ def _command(command: str, args) -> int:
               f"{entry}")
     else:
         r = verify(args.card, args.n, args.seed, args.data_root, args.min_agreement, args.allow_remote_code,
-                   args.key, _pairs(args.endpoint, "--endpoint"), _pairs(args.key_env, "--key-env"))
+                   args.key, _pairs(args.endpoint, "--endpoint"), _pairs(args.key_env, "--key-env"), args.judge_sample)
         state = "verified" if r["verified"] else "NOT verified"
         print(f"{args.card}: {state}: {r['n']} records re-run (seed {r['seed']}), verdicts agree on "
               f"{100 * r['verdict_agreement']:.1f}%, outputs identical on {100 * r['output_agreement']:.1f}%, "
               f"{r['failed']} failed, {r['reference_mismatches']} with other gold labels, groups or matching, "
               f"{r['judgement_mismatches']} judged otherwise on the same outputs"
+              + (f", the shipped judge record {'agrees' if r['judge_records_agree'] else 'DIFFERS'} on "
+                 f"{sum(v['n'] for v in r['judge_records'].values() if isinstance(v, dict))} re-asked rows"
+                 if "judge_records" in r else "")
               + ("; signed into the card" if args.key else "; not written (no --key)"))
         return 0 if r["verified"] else 1
     return 0

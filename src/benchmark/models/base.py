@@ -100,9 +100,10 @@ class Backend:
         probe reads it: models/probe.py). `prefix`: text every prompt starts with, which an engine may evaluate once."""
         raise NotImplementedError(f"{type(self).__name__} gives no hidden states")
 
-    def unreadable_set(self, parts: dict) -> str | None:
-        """Why this classifier cannot be measured on a labelled set whose rows give it these named parts (`input` of
-        conf/judge_validation.yaml), or None: it reads any."""
+    @classmethod
+    def unreadable_set(cls, cfg, parts: dict) -> str | None:
+        """Why the classifier `cfg` configures cannot be measured on a labelled set whose rows give it these named
+        parts (`input` of conf/judge_validation.yaml), or None: it reads any. Said without loading it."""
         return None
 
     def classify(self, inputs: list[dict[str, str]]) -> list[dict]:

@@ -79,6 +79,15 @@ def base_config(manifest: dict, where: str):
         raise BenchmarkError(f"{where}: base: {str(e).splitlines()[0]}") from None
 
 
+def message_parts(messages: list[dict]) -> list[str]:
+    """The named parts of an input a probe's prompt reads (its messages' template variables)."""
+    from jinja2 import meta
+    from jinja2.sandbox import SandboxedEnvironment
+
+    env = SandboxedEnvironment()
+    return sorted({v for m in messages for v in meta.find_undeclared_variables(env.parse(m["content"]))})
+
+
 def sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
@@ -107,11 +116,7 @@ class Probe:
         self.prefix = self.prefix[: self.prefix.rfind("\n") + 1]  # a token may run across the first part's start
 
     def parts(self) -> list[str]:
-        from jinja2 import meta
-        from jinja2.sandbox import SandboxedEnvironment
-
-        env = SandboxedEnvironment()
-        return sorted({v for m in self.messages for v in meta.find_undeclared_variables(env.parse(m["content"]))})
+        return message_parts(self.messages)
 
     def text(self, parts: dict) -> str:
         messages = [{"role": m["role"], "content": render(m["content"], parts, f"{self.path / MANIFEST}: messages")}
@@ -150,12 +155,13 @@ class LLMProbe(TrainedFolder, Backend):
         """The tokens the base model reads of each input: the probe's prompt around it, as the model reads it."""
         return [Usage(self.probe.base.count_tokens(self.probe.text(r.input)), 0, TOKENIZER) for r in requests]
 
-    def unreadable_set(self, parts: dict) -> str | None:
+    @classmethod
+    def unreadable_set(cls, cfg, parts: dict) -> str | None:
         """A probe reads the parts its prompt names (a request and a reply): a set of lone utterances is not what it
         judges, and a language model reading thousands of them costs hours."""
-        missing = [p for p in self.probe.parts() if p not in parts]
-        return f"the probe reads {' and '.join(self.probe.parts())}; the set gives no {', '.join(missing)}" if missing \
-            else None
+        reads = message_parts(read_manifest(cfg.pretrained, cfg.name)["messages"])
+        missing = [p for p in reads if p not in parts]
+        return f"the probe reads {' and '.join(reads)}; the set gives no {', '.join(missing)}" if missing else None
 
     def classify(self, inputs):
         """P(unsafe) from the head's logit; unsafe where the logit reaches the threshold (margin: their difference)."""

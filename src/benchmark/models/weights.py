@@ -21,6 +21,7 @@ import dataclasses
 import json
 import os
 import re
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,6 +158,32 @@ def _entry(real: Path, sha256: str) -> dict:
     return {"size": info.st_size, "mtime_ns": info.st_mtime_ns, "sha256": sha256}
 
 
+def _bytes_bar(desc: str, total: int):
+    """A line that says what is read, and a bar of the bytes, on a terminal."""
+    from tqdm import tqdm
+
+    print(f"{desc} ({total / 2**20:,.0f} MiB, once on this machine)", file=sys.stderr, flush=True)
+    return tqdm(total=total, desc=desc, unit="B", unit_scale=True, disable=None, leave=False)
+
+
+def _sha256_shown(path: Path) -> str:
+    """A file's sha256; a large one with a bar of the bytes read."""
+    import hashlib
+
+    size = path.stat().st_size
+    if size < BIG_FILE:
+        return file_sha256(path)
+    digest = hashlib.sha256()
+    with _bytes_bar(f"hashing {path.name}", size) as bar, open(path, "rb") as f:
+        while block := f.read(1 << 22):
+            digest.update(block)
+            bar.update(len(block))
+    return digest.hexdigest()
+
+
+BIG_FILE = 256 << 20  # bytes: a file this large takes seconds to read, and its reading is shown
+
+
 def hashed(files: list[Path]) -> list[str]:
     """Each file's sha256, computed once per (path, size, modification time) and kept in
     `$BENCHMARK_CACHE/file-sha256.json`: a rerun looks at its weights' sizes and times instead of reading gigabytes
@@ -169,7 +196,7 @@ def hashed(files: list[Path]) -> list[str]:
         entry = known.get(str(real))
         if not (isinstance(entry, dict) and entry.get("size") == info.st_size
                 and entry.get("mtime_ns") == info.st_mtime_ns and isinstance(entry.get("sha256"), str)):
-            entry = known[str(real)] = _entry(real, file_sha256(real))
+            entry = known[str(real)] = _entry(real, _sha256_shown(real))
             changed = True
         out.append(entry["sha256"])
     if changed:
@@ -212,6 +239,8 @@ def dequantised(cfg) -> Path:
     if (out / "config.json").is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
+    print(f"model {cfg.name}: converting {source.name} into a {dtype} checkpoint in {out} (once on this machine; "
+          "about a minute per billion parameters)", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".partial-", ignore_cleanup_errors=True) as tmp:
         model = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name,
                                                      dtype=getattr(torch, dtype))
@@ -345,13 +374,18 @@ def join(paths: list[Path], target: Path | None = None) -> str:
     import hashlib
 
     digest = hashlib.sha256()
-    with open(target, "wb") if target is not None else contextlib.nullcontext() as out:
+    total = sum(p.stat().st_size for p in paths)
+    what = f"{'joining' if target is not None else 'checking'} {len(paths)} pieces of weights ({paths[0].name}, …)"
+    with (open(target, "wb") if target is not None else contextlib.nullcontext()) as out, \
+            (_bytes_bar(what, total) if total >= BIG_FILE else contextlib.nullcontext()) as bar:
         for piece in paths:
             with open(piece, "rb") as f:
                 while block := f.read(1 << 22):
                     digest.update(block)
                     if out is not None:
                         out.write(block)
+                    if bar is not None:
+                        bar.update(len(block))
     return digest.hexdigest()
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 
 class Progress:
-    def __init__(self, total: int, desc: str, enabled: bool = True):
+    def __init__(self, total: int, desc: str, enabled: bool = True, unit: str = "request"):
         self.bar = None  # progress=false: tqdm not even imported (a tenth of a quiet run's own start)
         if enabled:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=desc, unit="request", dynamic_ncols=True)
+            self.bar = tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True)
         self.total, self.answered_by_model = total, 0
         self.others: dict[str, int] = {}
 

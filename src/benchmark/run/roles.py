@@ -12,6 +12,7 @@ from ..labelled import NOT_MEASURED
 from ..models import load_backend
 from ..models.cached import CachedModel
 from .validity import judge_procedure, measure, sets_for
+from .validity_record import shipped
 
 def judge_panel(cfg, kind) -> tuple[dict[str, list[str]], dict]:
     """The voters of each judging step the task declares, and their model configs by panel key."""
@@ -35,7 +36,7 @@ def judge_panel(cfg, kind) -> tuple[dict[str, list[str]], dict]:
 
 def judge_facts(judge: CachedModel, cfg) -> dict:
     """What a card records about a judge: the backend's own facts and, for a classifier, its measured agreement with
-    human labels (validity.py)."""
+    human labels (validity.py: from the shipped record where it holds this judge, unless validity_record=false)."""
     facts = judge.backend.describe()
     if not judge.backend.supports("classify"):
         return facts
@@ -44,8 +45,9 @@ def judge_facts(judge: CachedModel, cfg) -> dict:
     asked = CachedModel(judge.backend, judge.sha, judge.cache, judge.config, judge.seed)  # not the run's judge calls
     sets = sets_for(cfg.task.language)
     unread = {vs.name: f"not measured: {why}" for vs in sets
-              if (why := judge.backend.unreadable_set(vs.input)) is not None}
-    measured = measure(asked, cfg.data_root, cfg.bootstrap, cfg.seed, [vs for vs in sets if vs.name not in unread])
+              if (why := type(judge.backend).unreadable_set(judge.config, vs.input)) is not None}
+    measured = measure(asked, cfg.data_root, cfg.bootstrap, cfg.seed, [vs for vs in sets if vs.name not in unread],
+                       shipped() if cfg.validity_record else None, cfg.progress)
     return {**facts, "measured": {vs.name: unread.get(vs.name) or measured[vs.name] for vs in sets}}
 
 
@@ -65,7 +67,8 @@ def judging_validation(kind, panel: dict, p, cfg):
     spec, steps = kind.judging_validation
     asked = {key: CachedModel(j.backend, j.sha, j.cache, j.config, j.seed) for key, j in panel.items()}
     judges = {step: [(key, asked[key]) for key in keys] for step, keys in p.voters.items()}
-    return judge_procedure(spec, steps, judges, kind.spec.tie, cfg.data_root)
+    return judge_procedure(spec, steps, judges, kind.spec.tie, cfg.data_root, shipped() if cfg.validity_record else None,
+                           cfg.progress, cfg.task.name)
 
 
 def attacker_config(cfg, kind):
@@ -89,6 +92,9 @@ class BackendPool:
         """One backend per distinct model: generation settings travel with each request, so they make no other."""
         return sha256_json([{k: v for k, v in OmegaConf.to_container(config, resolve=True).items()
                              if k not in ("name", "metadata", "generation")}, allow_remote_code, data_root])
+
+    def holds(self, key: str) -> bool:
+        return key in self.kept
 
     def get(self, key: str, config, allow_remote_code: bool, data_root):
         return self.kept.get(key) or load_backend(config, allow_remote_code, data_root)

@@ -208,6 +208,8 @@ def _ask(p: Plan, cache: ResponseCache) -> Execution:
         key = POOL.key(config, cfg.allow_remote_code, cfg.data_root)
         if key not in loaded:
             started = time.perf_counter()
+            if cfg.progress and not POOL.holds(key):
+                print(f"loading {config.name} ({config.backend})", file=sys.stderr, flush=True)
             with long_lived():  # a backend lives as long as the process (POOL keeps it)
                 loaded[key] = POOL.get(key, config, cfg.allow_remote_code, cfg.data_root)
             out.seconds["loading"] = out.seconds.get("loading", 0.0) + time.perf_counter() - started

@@ -1,6 +1,6 @@
 """How far to trust the judges: their verdicts on human-labelled sets (conf/judge_validation.yaml) against the
-humans' labels, asked through the same cached models the run judges with (so each set is judged once per judge
-config, ever). A score card's judge entries carry each classifier judge's figures under `measured`; a task that
+humans' labels, read from the shipped record (judges/validity.json) where it holds them for the judge and set, else
+asked through the same cached models the run judges with (so each set is judged once per judge config, ever). A score card's judge entries carry each classifier judge's figures under `measured`; a task that
 declares `validation` also has its whole judging procedure (its steps in order, as it judges responses) measured on
 one set, which corrects its rate for the judges' errors (metrics.corrected_rate)."""
 
@@ -10,10 +10,12 @@ import numpy as np
 
 from .. import metrics as M
 from ..identity import records_sha256
-from ..kinds.judging import near_boundary, run_panel
+from ..kinds.judging import NEAR_BOUNDARY, near_boundary, run_panel
 from ..labelled import absent_file, human_labels, judge_inputs, labelled_rows, validation_sets
 from ..models.requests import Classify
 from ..templates import render
+from .progress import Progress
+from .validity_record import Outcome, Record, procedure_sha256, set_sha256
 
 STATS = ("precision", "recall", "specificity", "f1", "macro_f1")
 
@@ -40,51 +42,133 @@ def sets_for(language: str) -> tuple:
     return tuple(vs for vs in validation_sets() if language == MULTILINGUAL or vs.language == language)
 
 
-def measure(judge, data_root: str | None, resamples: int, seed: int, sets=None) -> dict:
-    """{set name: {n, unsafe (the human-labelled unsafe share), data_sha256, precision, recall, specificity, f1,
-    macro_f1 (each {value, ci_low, ci_high, n})}} or {set name: "not measured: <why>"}, on `sets` (default: all)."""
+def judge_key(judge) -> str | None:
+    """What the shipped record knows a judge by: its config hash, where the config pins the judge's content (a
+    trained judge's artifact); None for one that pins nothing, which is always measured."""
+    config = getattr(judge, "config", None)
+    return judge.sha if config is not None and config.get("sha256") else None
+
+
+def _rows_differ(vs, data_root: str | None, outcome: Outcome) -> bool:
+    """Whether the set's file is here with other rows than the record was measured on (then it is measured)."""
+    if absent_file(vs, data_root) is not None:
+        return False
+    return records_sha256(labelled_rows(vs, data_root)) != outcome.data_sha256
+
+
+def _rows(vs, data_root: str | None, only: list[int] | None) -> list[dict]:
+    rows = labelled_rows(vs, data_root)
+    return rows if only is None else [rows[i] for i in only]
+
+
+def judge_outcome(judge, vs, data_root: str | None, record: Record | None, progress: bool = False,
+                  only: list[int] | None = None) -> Outcome | str:
+    """A judge's verdicts on a labelled set: from the shipped record where it holds them for this judge and set (no
+    model call), else asked of the judge; "not measured: <why>" where neither can be had. `only`: asked on these rows
+    alone (by position), as a verifier re-asks a sample (the record is not read)."""
+    found = record.find("judge", judge_key(judge), vs) if record is not None and only is None else None
+    if found is not None and not _rows_differ(vs, data_root, found):
+        return found
+    where = f"judge validation set {vs.name}"
+    if (absent := absent_file(vs, data_root)) is not None:
+        return f"not measured: {absent} is not under data_root"
+    rows = _rows(vs, data_root, only)
+    inputs = judge_inputs(vs, rows, where)
+    gold = "".join(map(str, human_labels(vs, rows, where)))
+    config = getattr(judge, "config", None)  # a CachedModel's; any object that classifies may be measured
+    name = config.name if config is not None else "the judge"
+    bar = Progress(len(rows), f"measuring {name} on {vs.name}", progress, unit="row")
+    judge.progress, judge.role = bar, "model"
+    try:
+        answers = judge.classify([Classify(x) for x in inputs])
+    finally:
+        bar.close()
+        judge.progress = None
+    failed = sum(1 for a in answers if not isinstance(a, dict))
+    if failed:
+        return f"not measured: {failed} of {len(rows)} requests failed"
+    near = "".join("1" if isinstance(a.get("margin"), (int, float)) and abs(a["margin"]) <= NEAR_BOUNDARY else "0"
+                   for a in answers)
+    return Outcome("judge", getattr(judge, "sha", ""), name, vs.name, set_sha256(vs) or "", records_sha256(rows), len(rows), gold,
+                   "".join("1" if a["unsafe"] else "0" for a in answers), near)
+
+
+def figures(vs, outcome: Outcome, resamples: int, seed: int) -> dict:
+    """{n, unsafe (the human-labelled unsafe share), data_sha256, sha256_matches, precision, recall, specificity,
+    f1, macro_f1 (each {value, ci_low, ci_high, n})}: a judge's verdicts against the humans' labels."""
+    gold = np.array([int(c) for c in outcome.gold], dtype=np.int64)
+    pred = np.array([int(c) for c in outcome.flagged], dtype=np.int64)
+    return {"n": outcome.n, "unsafe": round(float(gold.mean()), 4), "data_sha256": outcome.data_sha256,
+            "sha256_matches": None if not vs.data.sha256 else outcome.data_sha256 == vs.data.sha256,
+            **{s: M.point_and_ci(_stat(s), gold, pred, 2, resamples, seed) for s in STATS}}
+
+
+def measure(judge, data_root: str | None, resamples: int, seed: int, sets=None, record: Record | None = None,
+            progress: bool = False) -> dict:
+    """{set name: figures} or {set name: "not measured: <why>"}, on `sets` (default: all); from `record` (the shipped
+    one) where it holds the judge's verdicts on a set, else measured, with a progress bar where `progress`."""
     out = {}
     for vs in sets if sets is not None else validation_sets():
-        where = f"judge validation set {vs.name}"
-        if (absent := absent_file(vs, data_root)) is not None:
-            out[vs.name] = f"not measured: {absent} is not under data_root"
-            continue
-        rows = labelled_rows(vs, data_root)
-        inputs = judge_inputs(vs, rows, where)
-        gold = np.array(human_labels(vs, rows, where), dtype=np.int64)
-        answers = judge.classify([Classify(x) for x in inputs])
-        failed = sum(1 for a in answers if not isinstance(a, dict))
-        if failed:
-            out[vs.name] = f"not measured: {failed} of {len(rows)} requests failed"
-            continue
-        pred = np.array([bool(a["unsafe"]) for a in answers], dtype=np.int64)
-        sha = records_sha256(rows)
-        out[vs.name] = {"n": len(rows), "unsafe": round(float(gold.mean()), 4), "data_sha256": sha,
-                        "sha256_matches": None if not vs.data.sha256 else sha == vs.data.sha256,
-                        **{s: M.point_and_ci(_stat(s), gold, pred, 2, resamples, seed) for s in STATS}}
+        outcome = judge_outcome(judge, vs, data_root, record, progress)
+        out[vs.name] = outcome if isinstance(outcome, str) else figures(vs, outcome, resamples, seed)
     return out
 
 
-def judge_procedure(spec, steps, judges: dict, tie: str, data_root: str | None) -> dict | str:
-    """A task's judging steps, in order (the first that flags decides), run over a labelled set whose rows give the
-    steps' variables (`spec`: the task's JudgingValidation). {"set", "n", "data_sha256", "gold", "flagged"} (0/1
-    strings, in the set's order), or "not measured: <why>"."""
+def procedure_key(spec, steps, judges: dict, tie: str, vs) -> str | None:
+    """The hash the shipped record knows a procedure by (validity_record.procedure_sha256), where every voter pins
+    its content and the set its rows and labels; else None."""
+    keys = {step: [judge_key(j) for _, j in panel] for step, panel in judges.items()}
+    if any(k is None for ks in keys.values() for k in ks):
+        return None
+    return procedure_sha256(spec, steps, keys, tie, vs)
+
+
+def procedure_outcome(spec, steps, judges: dict, tie: str, data_root: str | None, record: Record | None,
+                      progress: bool = False, task: str = "", only: list[int] | None = None) -> Outcome | str:
+    """A task's judging steps, in order (the first that flags decides), over a labelled set whose rows give the steps'
+    variables (`spec`: the task's JudgingValidation): from the shipped record where it holds this procedure (every
+    voter's content pinned), else run; "not measured: <why>" where neither can be had. `only`: run on these rows
+    alone (the record is not read)."""
     sets = {s.name: s for s in validation_sets()}
     if spec.set not in sets:
         return f"not measured: no judge validation set {spec.set!r} (conf/judge_validation.yaml has {sorted(sets)})"
     vs = sets[spec.set]
+    key = procedure_key(spec, steps, judges, tie, vs)
+    found = record.find("procedure", key, vs) if record is not None and only is None else None
+    if found is not None and not _rows_differ(vs, data_root, found):
+        return found
     where = f"judge validation set {vs.name}"
     if (absent := absent_file(vs, data_root)) is not None:
         return f"not measured: {absent} is not under data_root"
-    rows = labelled_rows(vs, data_root)
+    rows = _rows(vs, data_root, only)
     env = {(i, 0): {k: render(t, row, f"{where}: variables.{k}") for k, t in spec.variables.items()}
            for i, row in enumerate(rows)}  # keyed as judge_step keys a record's responses
     errors: dict = {}
-    found = run_panel(steps, judges, env, tie, errors)
+    asked = [j for panel in judges.values() for _, j in panel]
+    bar = Progress(len(rows) * len(asked), f"measuring {task or 'the'} judging steps on {vs.name}", progress,
+                   unit="request")
+    for j in asked:
+        j.progress, j.role = bar, "model"
+    try:
+        verdicts = run_panel(steps, judges, env, tie, errors)
+    finally:
+        bar.close()
+        for j in asked:
+            j.progress = None
     if errors:
         return f"not measured: {len(errors)} of {len(rows)} judge requests failed"
-    gold = "".join(map(str, human_labels(vs, rows, where)))
-    return {"set": vs.name, "n": len(rows), "data_sha256": records_sha256(rows), "gold": gold,
-            "flagged": "".join("0" if found[(i, 0)].step is None else "1" for i in range(len(rows))),
-            "near": "".join("1" if near_boundary(found[(i, 0)]) else "0" for i in range(len(rows)))}
+    return Outcome("procedure", key or "", task, vs.name, set_sha256(vs) or "", records_sha256(rows), len(rows),
+                   "".join(map(str, human_labels(vs, rows, where))),
+                   "".join("0" if verdicts[(i, 0)].step is None else "1" for i in range(len(rows))),
+                   "".join("1" if near_boundary(verdicts[(i, 0)]) else "0" for i in range(len(rows))))
 
+
+def judge_procedure(spec, steps, judges: dict, tie: str, data_root: str | None, record: Record | None = None,
+                    progress: bool = False, task: str = "") -> dict | str:
+    """The procedure's outcome as a card holds it: {"set", "n", "data_sha256", "gold", "flagged", "near"} (0/1
+    strings, in the set's order), or "not measured: <why>"."""
+    outcome = procedure_outcome(spec, steps, judges, tie, data_root, record, progress, task)
+    if isinstance(outcome, str):
+        return outcome
+    return {"set": outcome.set, "n": outcome.n, "data_sha256": outcome.data_sha256, "gold": outcome.gold,
+            "flagged": outcome.flagged, "near": outcome.near}

@@ -23,6 +23,7 @@ import jsonschema
 
 from .. import BenchmarkError
 from ..composition import compose, task_schema
+from ..data import bundled_file
 from ..identity import essential, file_sha256, model_sha256, reference_sha256, task_sha256
 from ..kinds import kind_class, make_kind, registered, score
 from ..kinds.judging import describe_step
@@ -36,6 +37,7 @@ from . import checked
 from .base import CARD_SUFFIX, KEY_NAME, MAX_BOOTSTRAP, SAMPLES_SUFFIX, Problem, task_registry
 from .checked import CheckStore, Given
 from .configs import check_model_config, full_config, model_config_node
+from .measured import record_problems
 from .privacy import private_values
 from .samples import DATA_KEYS, read_samples
 from .usage import usage_problems
@@ -166,7 +168,8 @@ def _task_data(known: dict) -> tuple[set[str], str]:
     """Where a task's records come from, as a run names it (data_root, the task's URL or its hub data set; a dialogue
     attack's seed sources joined in order: data.load_rows, kinds/dialogue.py), and the split they are."""
     def origins(data: dict) -> set[str]:
-        return {o for o in (f"data_root:{data['path']}", data.get("url"), data.get("hub") and f"hub:{data['hub']}")
+        bundled = bundled_file(data["path"]) is not None and f"bundled:{data['path']}"
+        return {o for o in (f"data_root:{data['path']}", bundled, data.get("url"), data.get("hub") and f"hub:{data['hub']}")
                 if o}
 
     seeds = (known.get("dialogue") or {}).get("seeds")
@@ -255,7 +258,8 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
     problems += _task_problems(path, card, known, where)
     problems += _pinned_problems(card, known, where)
     problems += _source_problems(card, known, where)
-    problems += _validation_problems(card, known, where)
+    validation_problems = _validation_problems(card, known, where)
+    problems += validation_problems
     for i, judge in enumerate(card.get("judges", [])):
         for key in ("step", "voter"):
             if not KEY_NAME.match(str(judge.get(key, ""))):
@@ -275,6 +279,8 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
     if not config_problems:  # the voters, tokens and cost are derived from configs that read
         problems += [Problem(where, f, what) for f, what in voter_problems(card, _steps(card))]
         problems += [Problem(where, f, what) for f, what in usage_problems(card)]
+        if not validation_problems:  # the figures and flags the shipped validity record gives these judges
+            problems += record_problems(card, _kind(card), where)
     problems += [Problem(where, f, f"holds {what}; package runs with `python -m benchmark.submit`")
                  for f, what in private_values({k: v for k, v in card.items() if k != "verification"})]
     samples = card["samples"]

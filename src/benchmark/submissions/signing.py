@@ -82,9 +82,10 @@ def verification_problems(card: dict, where: str) -> list[Problem]:
 def verified_from(v: dict) -> bool:
     """Whether a verification's figures make the card verified: records re-run, none failed, every gold label and
     group the same, every judgement of an output both runs gave the same, the judges' flags on their labelled set the
-    same, and enough verdicts the same."""
+    same, the shipped record of their validity the verifier's judges' own on the rows it re-asked, and enough verdicts
+    the same."""
     return (v["n"] >= 1 and v.get("failed", 0) == 0 and v.get("reference_mismatches", 0) == 0
-            and v.get("judgement_mismatches", 0) == 0
+            and v.get("judgement_mismatches", 0) == 0 and v.get("judge_records_agree", True)
             and v.get("judging_validation_agrees", True) and v["verdict_agreement"] >= v["min_agreement"])
 
 

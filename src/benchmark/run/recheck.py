@@ -1,0 +1,69 @@
+"""A verifier's check of the shipped record (judges/validity.json) that a card's judge figures and judging procedure
+were read from: the run's own judges, loaded as the run loaded them, asked again through a fresh cache on a random
+sample of each labelled set's rows, their flags compared with the record's. A flag near its judge's decision boundary
+(in the record, or now) may differ by another machine's rounding and is not counted."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from ..cache import ResponseCache
+from ..labelled import absent_file
+from ..models.cached import CachedModel
+from .validity import judge_key, judge_outcome, procedure_key, procedure_outcome, sets_for, validation_sets
+from .validity_record import Outcome, shipped
+
+
+def _compared(recorded: Outcome, live, only: list[int]) -> dict | str:
+    """{"n", "differ", "near"}: the live flags on the sampled rows against the record's at the same rows."""
+    if isinstance(live, str):
+        return live.replace("not measured", "not rechecked", 1)
+    near = [recorded.near[i] == "1" or live.near[k] == "1" for k, i in enumerate(only)]
+    differ = sum(live.flagged[k] != recorded.flagged[i] and not near[k] for k, i in enumerate(only))
+    return {"n": len(only), "differ": differ, "near": sum(near)}
+
+
+def _sample(n: int, size: int, seed: int) -> list[int]:
+    return sorted(random.Random(seed).sample(range(n), min(size, n))) if size > 0 else list(range(n))
+
+
+def recheck(p, backends: dict, cache_path: Path, size: int, seed: int) -> dict:
+    """{"judge_records": {"<judge> on <set>" or "<task> steps on <set>": {"n", "differ", "near"} or "not rechecked:
+    <why>"}, "judge_records_agree": whether every sampled flag (but near ones) is the record's}, for the outcomes the
+    shipped record gives this run (`p`: its runner.Plan; `backends`: {panel key: its loaded backend}); `size` rows per
+    set (0: every row), drawn with `seed`. {} where the record gives the run nothing."""
+    record, cfg, kind = shipped(), p.cfg, p.kind
+    cache = ResponseCache(cache_path)
+    try:
+        judges = {key: CachedModel(backends[key], p.hashes["judges"][key], cache, config, cfg.seed)
+                  for key, config in p.judge_cfgs.items()}
+        found: dict = {}
+        for key, judge in judges.items():
+            if not judge.supports("classify"):
+                continue
+            for vs in sets_for(cfg.task.language):
+                recorded = record.find("judge", judge_key(judge), vs)
+                if recorded is None:
+                    continue
+                only = _sample(recorded.n, size, seed)
+                live = ("not rechecked: " + absent + " is not under data_root"
+                        if (absent := absent_file(vs, cfg.data_root)) else
+                        judge_outcome(judge, vs, cfg.data_root, None, cfg.progress, only))
+                found[f"{judge.config.name} on {vs.name}"] = _compared(recorded, live, only)
+        if kind.judging_validation is not None and cfg.judge_validity:
+            spec, steps = kind.judging_validation
+            by_step = {step: [(k, judges[k]) for k in keys] for step, keys in p.voters.items()}
+            vs = next((v for v in validation_sets() if v.name == spec.set), None)
+            recorded = record.find("procedure", procedure_key(spec, steps, by_step, kind.spec.tie, vs), vs) if vs else None
+            if recorded is not None:
+                only = _sample(recorded.n, size, seed)
+                live = procedure_outcome(spec, steps, by_step, kind.spec.tie, cfg.data_root, None, cfg.progress,
+                                         cfg.task.name, only)
+                found[f"{cfg.task.name} steps on {recorded.set}"] = _compared(recorded, live, only)
+    finally:
+        cache.close()
+    if not found:
+        return {}
+    return {"judge_records": found,
+            "judge_records_agree": all(isinstance(v, dict) and v["differ"] == 0 for v in found.values())}

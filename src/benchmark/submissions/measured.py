@@ -1,0 +1,64 @@
+"""A card's judge figures (`judges[].measured`) and its judging procedure's flags (`judging_validation`) against the
+shipped record of the shipped judges' validity (judges/validity.json): where the record holds a judge's verdicts on a
+set, by the hash of the card's own config of that judge, the card's figures for the set are the ones the record gives
+at the card's resamples and seed; where it holds the task's procedure with the card's judges, the card's flags are the
+record's. Where the record holds neither (a judge of one's own), the card's figures are the submitter's measurement,
+which only re-running can check."""
+
+from __future__ import annotations
+
+import functools
+
+from ..identity import model_sha256
+from ..run.validity import figures, validation_sets
+from ..run.validity_record import Outcome, procedure_sha256, shipped
+from .base import Problem
+from .configs import model_config_node
+
+
+@functools.lru_cache(maxsize=256)
+def _figures(outcome: Outcome, resamples: int, seed: int) -> dict:
+    vs = {s.name: s for s in validation_sets()}[outcome.set]
+    return figures(vs, outcome, resamples, seed)
+
+
+def _config_key(judge: dict) -> str | None:
+    """The record's key of a card's judge: its config's hash, where the config pins the judge's content."""
+    config = judge.get("config")
+    if not isinstance(config, dict) or not config.get("sha256"):
+        return None
+    return model_sha256(model_config_node(config))
+
+
+def record_problems(card: dict, kind, where: str) -> list[Problem]:
+    """The card's figures and flags that are not what the shipped record gives for its judges (`kind`: the card's
+    task, made as its scoring makes it)."""
+    record, sets = shipped(), {vs.name: vs for vs in validation_sets()}
+    if not record.outcomes:
+        return []
+    problems = []
+    keys = [_config_key(j) for j in card.get("judges", [])]
+    for i, (judge, key) in enumerate(zip(card.get("judges", []), keys)):
+        measured = judge.get("measured")
+        if key is None or not isinstance(measured, dict):
+            continue
+        for name, got in measured.items():
+            outcome = record.find("judge", key, sets[name]) if name in sets else None
+            if outcome is not None and got != _figures(outcome, card["run"]["bootstrap"], card["run"]["seed"]):
+                problems.append(Problem(where, f"judges[{i}].measured.{name}",
+                                        f"is not what the shipped record of {judge.get('name')!r:.60} on {name} gives "
+                                        "(judges/validity.json): run with validity_record=true"))
+    claimed = card.get("judging_validation")
+    if not isinstance(claimed, dict) or kind.judging_validation is None or None in keys:
+        return problems
+    spec, steps = kind.judging_validation
+    # in the order a run keys them: the task's steps, each step's voters as the card lists them
+    voters = {step: [key for judge, key in zip(card["judges"], keys) if judge["step"] == step]
+              for step in kind.judge_steps}
+    vs = sets.get(spec.set)
+    outcome = record.find("procedure", procedure_sha256(spec, steps, voters, kind.spec.tie, vs), vs) if vs else None
+    if outcome is not None and (claimed.get("flagged"), claimed.get("near")) != (outcome.flagged, outcome.near):
+        problems.append(Problem(where, "judging_validation.flagged",
+                                f"are not the flags the shipped record of these judges on {spec.set} gives "
+                                "(judges/validity.json): run with validity_record=true"))
+    return problems
