@@ -186,7 +186,7 @@ def test_every_shipped_panel_has_its_record(compose):
     """Each task's declared judges that pin their content have their verdicts on every pinned set of their task's
     language in the record, and each task's procedure where every voter is pinned: a judge or set changed without
     measuring it again (python -m benchmark.judge measure) fails here."""
-    from benchmark.judge.measure import pinned_panel_tasks
+    from benchmark.judge.measure import recordable_tasks
     from benchmark.kinds import make_kind
     from benchmark.models import pin_content
     from benchmark.models.registry import backend_class
@@ -195,14 +195,14 @@ def test_every_shipped_panel_has_its_record(compose):
 
     R.shipped.cache_clear()
     record, missing = R.shipped(), []
-    for task in pinned_panel_tasks():
+    for task in recordable_tasks():
         cfg = compose(f"task={task}")
         kind = make_kind(OmegaConf.to_object(cfg.task), cfg.model)
         voters, configs = judge_panel(cfg, kind)
         keys = {}
         for key, config in configs.items():
             pin_content(config, None)
-            keys[key] = model_sha256(config) if config.sha256 else None
+            keys[key] = V.record_key(config, model_sha256(config))
         for key, config in configs.items():
             for vs in V.sets_for(cfg.task.language):
                 if keys[key] and R.set_sha256(vs) and backend_class(config).unreadable_set(config, vs.input) is None \

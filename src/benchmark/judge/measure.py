@@ -1,10 +1,10 @@
 """`python -m benchmark.judge measure [TASK ...] [key=value ...]`: the maintainers' measurement of the shipped judges,
 written into the record that ships beside them (judges/validity.json, run/validity_record.py);
 `python -m benchmark.judge measure --table`: that record's figures as docs/judges.md shows them. For each task's declared
-judge panel (default: every task whose panel holds a judge that pins its content), each such judge's verdicts on the
-labelled sets the task's language is measured on, and the task's whole judging procedure on its validation set where
-every voter pins its content; each asked of the judges themselves, through the response cache (cache_dir), never read
-from the record."""
+judge panel (default: every task whose panel holds a judge the record can know: validity.record_key), each such
+judge's verdicts on the labelled sets the task's language is measured on, and the task's whole judging procedure on
+its validation set where the record can know every voter; each asked of the judges themselves, through the response
+cache (cache_dir), never read from the record."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from ..models import load_backend, pin_content
 from ..models.cached import CachedModel
 from ..paths import TASKS_DIR
 from ..run.roles import judge_panel
-from ..run.validity import figures, judge_key, judge_outcome, procedure_outcome, sets_for, validation_sets
+from ..run.validity import figures, judge_key, record_key, judge_outcome, procedure_outcome, sets_for, validation_sets
 from ..run.validity_record import Outcome, set_sha256, shipped, write
 
 
@@ -40,14 +40,14 @@ class Panel:
     voters: dict
 
 
-def pinned_panel_tasks() -> list[str]:
-    """The tasks whose declared panel holds a judge that pins its content (a shipped, trained judge)."""
+def recordable_tasks() -> list[str]:
+    """The tasks whose declared panel holds a judge the record can know (a shipped, trained judge)."""
     out = []
     for path in sorted(TASKS_DIR.glob("*.yaml")):
         cfg = compose([f"task={path.stem}"])
         kind = make_kind(OmegaConf.to_object(cfg.task), cfg.model)
         if kind.judge_steps and cfg.judge is not None and any(
-                m.get("sha256") for m in judge_panel(cfg, kind)[1].values()):
+                record_key(m, model_sha256(m)) for m in judge_panel(cfg, kind)[1].values()):
             out.append(path.stem)
     return out
 
@@ -70,15 +70,16 @@ def load_panel(task: str, overrides: list[str], cache: ResponseCache, loaded: di
 
 
 def measured(panel: Panel, done: set) -> list[Outcome]:
-    """The panel's pinned classifier judges on their task's sets, and its procedure where every voter is pinned;
-    `done`: the (judge key, set) pairs already measured for another task (left out)."""
+    """The panel's classifier judges the record can know, on their task's sets, and its procedure where the record
+    can know every voter; `done`: the (judge key, set) pairs already measured for another task (left out)."""
     out: list[Outcome] = []
     data_root = panel.cfg.data_root
     for key, judge in panel.judges.items():
         if judge_key(judge) is None or not judge.supports("classify"):
             continue
         for vs in sets_for(panel.cfg.task.language):
-            if set_sha256(vs) is None or (judge.sha, vs.name) in done or type(judge.backend).unreadable_set(judge.config, vs.input):
+            if set_sha256(vs) is None or (judge.sha, vs.name) in done or \
+                    type(judge.backend).unreadable_set(judge.config, vs.input):
                 continue
             got = judge_outcome(judge, vs, data_root, None, progress=True)
             _report(f"{panel.task}: judge {judge.config.name} on {vs.name}", got)
@@ -91,7 +92,7 @@ def measured(panel: Panel, done: set) -> list[Outcome]:
         got = procedure_outcome(spec, steps, by_step, panel.kind.spec.tie, data_root, None, True, panel.task)
         pinned = all(judge_key(j) is not None for j in panel.judges.values())
         _report(f"{panel.task}: its judging steps on {spec.set}", got if pinned else
-                "not recorded: a voter pins no content, so a run measures it itself")
+                "not recorded: the record cannot know every voter (validity.record_key), so a run measures them")
         if pinned and isinstance(got, Outcome):
             out.append(got)
     return out
@@ -107,14 +108,14 @@ def _report(what: str, got) -> None:
 
 
 def measure(args: list[str]) -> str:
-    """Measure the named tasks' panels (default: pinned_panel_tasks()) and write the record; what it wrote, in words."""
+    """Measure the named tasks' panels (default: recordable_tasks()) and write the record; what it wrote, in words."""
     tasks = [a for a in args if "=" not in a]
     overrides = [a for a in args if "=" in a]
     known = {p.stem for p in TASKS_DIR.glob("*.yaml")}
     unknown = sorted(set(tasks) - known)
     if unknown:
         raise BenchmarkError(f"no task {unknown}; tasks: {', '.join(sorted(known))}")
-    tasks = tasks or pinned_panel_tasks()
+    tasks = tasks or recordable_tasks()
     cfg = compose([f"task={tasks[0]}", *overrides])
     if not cfg.data_root:
         raise BenchmarkError("measuring the judges reads every labelled set: set data_root=DIR (or "

@@ -82,6 +82,12 @@ class Backend:
         return weights.sha256 if weights is not None else None
 
     @classmethod
+    def installed_sha256(cls, cfg) -> str | None:
+        """For a backend whose model ships inside an installed package (not pinned in its config): the hash of that
+        package's model files, which decide its answers; None for the others."""
+        return None
+
+    @classmethod
     def content_source(cls, cfg) -> str:
         """Where that content is, in words (for messages)."""
         return ""

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 from .. import BenchmarkError
+from ..identity import file_sha256, sha256_json
 from .base import CLASSIFIER_FIELDS, Backend, Reach, above_threshold, utterance_texts
 
 _INPUTS = ("response", "context+response")
+
+
+@functools.lru_cache(maxsize=1)
+def _package_sha256() -> str:
+    """The installed package's version and its model files (the SVM and the vectorizer), hashed."""
+    import importlib.metadata
+    import importlib.util
+
+    folder = Path(importlib.util.find_spec("profanity_check").origin).parent / "data"
+    files = {f.name: file_sha256(f) for f in sorted(folder.glob("*.joblib"))}
+    return sha256_json({"version": importlib.metadata.version("alt-profanity-check"), "files": files})
 
 
 class ProfanityCheck(Backend):
@@ -32,6 +47,10 @@ class ProfanityCheck(Backend):
             {"unsafe": bool(p > self.threshold), "score": float(p)}
             for p in probs
         ]
+
+    @classmethod
+    def installed_sha256(cls, cfg) -> str | None:
+        return _package_sha256()
 
     @classmethod
     def verdict_problem(cls, cfg, verdict):

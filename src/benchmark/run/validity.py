@@ -6,12 +6,15 @@ one set, which corrects its rate for the judges' errors (metrics.corrected_rate)
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .. import metrics as M
-from ..identity import records_sha256
+from ..identity import records_sha256, sha256_json
 from ..kinds.judging import NEAR_BOUNDARY, near_boundary, run_panel
 from ..labelled import absent_file, human_labels, judge_inputs, labelled_rows, validation_sets
+from ..models.registry import backend_class
 from ..models.requests import Classify
 from ..templates import render
 from .progress import Progress
@@ -42,11 +45,20 @@ def sets_for(language: str) -> tuple:
     return tuple(vs for vs in validation_sets() if language == MULTILINGUAL or vs.language == language)
 
 
-def judge_key(judge) -> str | None:
+def record_key(config, config_sha256: str) -> str | None:
     """What the shipped record knows a judge by: its config hash, where the config pins the judge's content (a
-    trained judge's artifact); None for one that pins nothing, which is always measured."""
+    trained judge's artifact), or that hash with the hash of the model files an installed package ships (a packaged
+    classifier's); None for a judge that pins neither, which is always measured."""
+    if config.get("sha256"):
+        return config_sha256
+    installed = backend_class(config).installed_sha256(config)
+    return sha256_json([config_sha256, installed]) if installed else None
+
+
+def judge_key(judge) -> str | None:
+    """record_key of a judge as a run holds it (a CachedModel); None for any other object that classifies."""
     config = getattr(judge, "config", None)
-    return judge.sha if config is not None and config.get("sha256") else None
+    return record_key(config, judge.sha) if config is not None else None
 
 
 def _rows_differ(vs, data_root: str | None, outcome: Outcome) -> bool:
@@ -56,9 +68,31 @@ def _rows_differ(vs, data_root: str | None, outcome: Outcome) -> bool:
     return records_sha256(labelled_rows(vs, data_root)) != outcome.data_sha256
 
 
-def _rows(vs, data_root: str | None, only: list[int] | None) -> list[dict]:
+def _recorded_or_rows(kind: str, key: str | None, vs, data_root: str | None, record: Record | None,
+                      only: list[int] | None) -> Outcome | str | list[dict]:
+    """The record's outcome of this judge or procedure (`key`) on the set, where it holds one for the rows here; else
+    the set's rows to measure on (`only`: these alone, and the record is not read); else why it cannot be."""
+    found = record.find(kind, key, vs) if record is not None and only is None else None
+    if found is not None and not _rows_differ(vs, data_root, found):
+        return found
+    if (absent := absent_file(vs, data_root)) is not None:
+        return f"not measured: {absent} is not under data_root"
     rows = labelled_rows(vs, data_root)
     return rows if only is None else [rows[i] for i in only]
+
+
+@contextlib.contextmanager
+def _shown(judges: list, total: int, desc: str, progress: bool, unit: str):
+    """A progress bar that the judges' answers move while they are measured."""
+    bar = Progress(total, desc, progress, unit=unit)
+    for j in judges:
+        j.progress, j.role = bar, "model"
+    try:
+        yield
+    finally:
+        bar.close()
+        for j in judges:
+            j.progress = None
 
 
 def judge_outcome(judge, vs, data_root: str | None, record: Record | None, progress: bool = False,
@@ -66,30 +100,22 @@ def judge_outcome(judge, vs, data_root: str | None, record: Record | None, progr
     """A judge's verdicts on a labelled set: from the shipped record where it holds them for this judge and set (no
     model call), else asked of the judge; "not measured: <why>" where neither can be had. `only`: asked on these rows
     alone (by position), as a verifier re-asks a sample (the record is not read)."""
-    found = record.find("judge", judge_key(judge), vs) if record is not None and only is None else None
-    if found is not None and not _rows_differ(vs, data_root, found):
-        return found
+    rows = _recorded_or_rows("judge", judge_key(judge), vs, data_root, record, only)
+    if not isinstance(rows, list):
+        return rows
     where = f"judge validation set {vs.name}"
-    if (absent := absent_file(vs, data_root)) is not None:
-        return f"not measured: {absent} is not under data_root"
-    rows = _rows(vs, data_root, only)
     inputs = judge_inputs(vs, rows, where)
-    gold = "".join(map(str, human_labels(vs, rows, where)))
     config = getattr(judge, "config", None)  # a CachedModel's; any object that classifies may be measured
     name = config.name if config is not None else "the judge"
-    bar = Progress(len(rows), f"measuring {name} on {vs.name}", progress, unit="row")
-    judge.progress, judge.role = bar, "model"
-    try:
+    with _shown([judge], len(rows), f"measuring {name} on {vs.name}", progress, "row"):
         answers = judge.classify([Classify(x) for x in inputs])
-    finally:
-        bar.close()
-        judge.progress = None
     failed = sum(1 for a in answers if not isinstance(a, dict))
     if failed:
         return f"not measured: {failed} of {len(rows)} requests failed"
     near = "".join("1" if isinstance(a.get("margin"), (int, float)) and abs(a["margin"]) <= NEAR_BOUNDARY else "0"
                    for a in answers)
-    return Outcome("judge", getattr(judge, "sha", ""), name, vs.name, set_sha256(vs) or "", records_sha256(rows), len(rows), gold,
+    return Outcome("judge", judge_key(judge) or "", name, vs.name, set_sha256(vs) or "", records_sha256(rows),
+                   len(rows), "".join(map(str, human_labels(vs, rows, where))),
                    "".join("1" if a["unsafe"] else "0" for a in answers), near)
 
 
@@ -134,27 +160,17 @@ def procedure_outcome(spec, steps, judges: dict, tie: str, data_root: str | None
         return f"not measured: no judge validation set {spec.set!r} (conf/judge_validation.yaml has {sorted(sets)})"
     vs = sets[spec.set]
     key = procedure_key(spec, steps, judges, tie, vs)
-    found = record.find("procedure", key, vs) if record is not None and only is None else None
-    if found is not None and not _rows_differ(vs, data_root, found):
-        return found
+    rows = _recorded_or_rows("procedure", key, vs, data_root, record, only)
+    if not isinstance(rows, list):
+        return rows
     where = f"judge validation set {vs.name}"
-    if (absent := absent_file(vs, data_root)) is not None:
-        return f"not measured: {absent} is not under data_root"
-    rows = _rows(vs, data_root, only)
     env = {(i, 0): {k: render(t, row, f"{where}: variables.{k}") for k, t in spec.variables.items()}
            for i, row in enumerate(rows)}  # keyed as judge_step keys a record's responses
     errors: dict = {}
     asked = [j for panel in judges.values() for _, j in panel]
-    bar = Progress(len(rows) * len(asked), f"measuring {task or 'the'} judging steps on {vs.name}", progress,
-                   unit="request")
-    for j in asked:
-        j.progress, j.role = bar, "model"
-    try:
+    with _shown(asked, len(rows) * len(asked), f"measuring {task or 'the'} judging steps on {vs.name}", progress,
+                "request"):
         verdicts = run_panel(steps, judges, env, tie, errors)
-    finally:
-        bar.close()
-        for j in asked:
-            j.progress = None
     if errors:
         return f"not measured: {len(errors)} of {len(rows)} judge requests failed"
     return Outcome("procedure", key or "", task, vs.name, set_sha256(vs) or "", records_sha256(rows), len(rows),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 
 from ..identity import model_sha256
-from ..run.validity import figures, validation_sets
+from ..run.validity import figures, record_key, validation_sets
 from ..run.validity_record import Outcome, procedure_sha256, shipped
 from .base import Problem
 from .configs import model_config_node
@@ -23,11 +23,12 @@ def _figures(outcome: Outcome, resamples: int, seed: int) -> dict:
 
 
 def _config_key(judge: dict) -> str | None:
-    """The record's key of a card's judge: its config's hash, where the config pins the judge's content."""
+    """The record's key of a card's judge (validity.record_key), from its config as the card holds it."""
     config = judge.get("config")
-    if not isinstance(config, dict) or not config.get("sha256"):
+    if not isinstance(config, dict):
         return None
-    return model_sha256(model_config_node(config))
+    node = model_config_node(config)
+    return record_key(node, model_sha256(node))
 
 
 def record_problems(card: dict, kind, where: str) -> list[Problem]:
