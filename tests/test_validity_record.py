@@ -246,3 +246,13 @@ def test_a_verifier_reasks_a_sample_of_the_record(compose, tmp_path, chatbot_roo
     assert not got["judge_records_agree"] and all(v["differ"] == v["n"] == 12 for v in got["judge_records"].values())
     verification = {"n": 20, "verdict_agreement": 1.0, "min_agreement": 0.95, **got}
     assert not verified_from(verification) and verified_from({**verification, "judge_records_agree": True})
+
+
+def test_the_docs_show_the_shipped_record():
+    from conftest import REPO
+
+    from benchmark.judge.measure import table
+
+    R.shipped.cache_clear()
+    assert table() in (REPO / "docs" / "judges.md").read_text(), \
+        "docs/judges.md's table is not the record's: paste python -m benchmark.judge measure --table"

@@ -121,7 +121,7 @@ def validate(paths: list[Path], allow_remote_code: bool = False,
             store = CheckStore(fresh=True)
             try:
                 loaded = S.load(path, thorough=True, allow_remote_code=allow_remote_code, data_root=data_root,
-                                store=store)
+                                store=store, progress=sys.stderr.isatty())
             finally:
                 store.close()
             if not loaded.cards and not loaded.rejected:

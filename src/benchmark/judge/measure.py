@@ -1,10 +1,11 @@
 """`python -m benchmark.judge measure [TASK ...] [key=value ...]`: the maintainers' measurement of the shipped judges,
 written into the record that ships beside them (judges/validity.json, run/validity_record.py);
-`python -m benchmark.judge measure --table`: that record's figures as docs/judges.md shows them. For each task's declared
-judge panel (default: every task whose panel holds a judge the record can know: validity.record_key), each such
-judge's verdicts on the labelled sets the task's language is measured on, and the task's whole judging procedure on
-its validation set where the record can know every voter; each asked of the judges themselves, through the response
-cache (cache_dir), never read from the record."""
+`python -m benchmark.judge measure --table`: that record's figures as docs/judges.md shows them.
+
+For each task's declared judge panel (default: every task whose panel holds a judge the record can know:
+validity.record_key), each such judge's verdicts on the labelled sets the task's language is measured on, and the
+task's whole judging procedure on its validation set where the record can know every voter; each asked of the judges
+themselves, through the response cache (cache_dir), never read from the record."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from ..models import load_backend, pin_content
 from ..models.cached import CachedModel
 from ..paths import TASKS_DIR
 from ..run.roles import judge_panel
-from ..run.validity import figures, judge_key, record_key, judge_outcome, procedure_outcome, sets_for, validation_sets
+from ..run.validity import (figures, judge_key, judge_outcome, procedure_outcome, record_key, sets_for,
+                             validation_sets)
 from ..run.validity_record import Outcome, set_sha256, shipped, write
 
 
@@ -41,7 +43,7 @@ class Panel:
 
 
 def recordable_tasks() -> list[str]:
-    """The tasks whose declared panel holds a judge the record can know (a shipped, trained judge)."""
+    """The tasks whose declared panel holds a judge the record can know (validity.record_key)."""
     out = []
     for path in sorted(TASKS_DIR.glob("*.yaml")):
         cfg = compose([f"task={path.stem}"])
@@ -89,11 +91,13 @@ def measured(panel: Panel, done: set) -> list[Outcome]:
     if panel.kind.judging_validation is not None:
         spec, steps = panel.kind.judging_validation
         by_step = {step: [(k, panel.judges[k]) for k in keys] for step, keys in panel.voters.items()}
+        if any(judge_key(j) is None for j in panel.judges.values()):
+            _report(f"{panel.task}: its judging steps on {spec.set}", "not recorded: the record cannot know every "
+                    "voter (validity.record_key), so a run measures them")
+            return out
         got = procedure_outcome(spec, steps, by_step, panel.kind.spec.tie, data_root, None, True, panel.task)
-        pinned = all(judge_key(j) is not None for j in panel.judges.values())
-        _report(f"{panel.task}: its judging steps on {spec.set}", got if pinned else
-                "not recorded: the record cannot know every voter (validity.record_key), so a run measures them")
-        if pinned and isinstance(got, Outcome):
+        _report(f"{panel.task}: its judging steps on {spec.set}", got)
+        if isinstance(got, Outcome):
             out.append(got)
     return out
 
@@ -154,7 +158,8 @@ def table() -> str:
         lines.append(f"| {name} | {o.set} ({sets[o.set].language}) | {o.n:,} | {o.gold.count('1'):,} | "
                      f"{o.flagged.count('1'):,} | {_pct(f['precision'])} | {_pct(f['recall'])} | "
                      f"{_pct(f['specificity'])} | {_pct(f['f1'])} |")
-    lines += ["", "| task's judging steps | set | pairs | sensitivity | specificity | Youden's J |", "|---|---|---|---|---|---|"]
+    lines += ["", "| task's judging steps | set | pairs | sensitivity | specificity | Youden's J |",
+              "|---|---|---|---|---|---|"]
     for o in outcomes:
         if o.kind == "procedure":
             sens, spec = youden(np.array(list(o.gold), dtype=int), np.array(list(o.flagged), dtype=int))

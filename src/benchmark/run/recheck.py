@@ -11,7 +11,8 @@ from pathlib import Path
 from ..cache import ResponseCache
 from ..labelled import absent_file
 from ..models.cached import CachedModel
-from .validity import judge_key, judge_outcome, procedure_key, procedure_outcome, sets_for, validation_sets
+from .validity import (judge_key, judge_outcome, procedure_key, procedure_outcome, rows_differ, sets_for,
+                       validation_sets)
 from .validity_record import Outcome, shipped
 
 
@@ -22,6 +23,15 @@ def _compared(recorded: Outcome, live, only: list[int]) -> dict | str:
     near = [recorded.near[i] == "1" or live.near[k] == "1" for k, i in enumerate(only)]
     differ = sum(live.flagged[k] != recorded.flagged[i] and not near[k] for k, i in enumerate(only))
     return {"n": len(only), "differ": differ, "near": sum(near)}
+
+
+def _unlike(vs, data_root: str | None, recorded: Outcome) -> str | None:
+    """Why the set's rows here cannot recheck the record (absent, or other rows), or None."""
+    if (absent := absent_file(vs, data_root)) is not None:
+        return f"not rechecked: {absent} is not under data_root"
+    if rows_differ(vs, data_root, recorded):
+        return f"not rechecked: the rows of {vs.name} here are not the ones the record was measured on"
+    return None
 
 
 def _sample(n: int, size: int, seed: int) -> list[int]:
@@ -47,19 +57,19 @@ def recheck(p, backends: dict, cache_path: Path, size: int, seed: int) -> dict:
                 if recorded is None:
                     continue
                 only = _sample(recorded.n, size, seed)
-                live = ("not rechecked: " + absent + " is not under data_root"
-                        if (absent := absent_file(vs, cfg.data_root)) else
-                        judge_outcome(judge, vs, cfg.data_root, None, cfg.progress, only))
+                live = _unlike(vs, cfg.data_root, recorded) or judge_outcome(judge, vs, cfg.data_root, None,
+                                                                              cfg.progress, only)
                 found[f"{judge.config.name} on {vs.name}"] = _compared(recorded, live, only)
         if kind.judging_validation is not None and cfg.judge_validity:
             spec, steps = kind.judging_validation
             by_step = {step: [(k, judges[k]) for k in keys] for step, keys in p.voters.items()}
             vs = next((v for v in validation_sets() if v.name == spec.set), None)
-            recorded = record.find("procedure", procedure_key(spec, steps, by_step, kind.spec.tie, vs), vs) if vs else None
+            key = procedure_key(spec, steps, by_step, kind.spec.tie, vs) if vs is not None else None
+            recorded = record.find("procedure", key, vs)
             if recorded is not None:
                 only = _sample(recorded.n, size, seed)
-                live = procedure_outcome(spec, steps, by_step, kind.spec.tie, cfg.data_root, None, cfg.progress,
-                                         cfg.task.name, only)
+                live = _unlike(vs, cfg.data_root, recorded) or procedure_outcome(
+                    spec, steps, by_step, kind.spec.tie, cfg.data_root, None, cfg.progress, cfg.task.name, only)
                 found[f"{cfg.task.name} steps on {recorded.set}"] = _compared(recorded, live, only)
     finally:
         cache.close()

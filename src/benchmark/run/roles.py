@@ -67,8 +67,8 @@ def judging_validation(kind, panel: dict, p, cfg):
     spec, steps = kind.judging_validation
     asked = {key: CachedModel(j.backend, j.sha, j.cache, j.config, j.seed) for key, j in panel.items()}
     judges = {step: [(key, asked[key]) for key in keys] for step, keys in p.voters.items()}
-    return judge_procedure(spec, steps, judges, kind.spec.tie, cfg.data_root, shipped() if cfg.validity_record else None,
-                           cfg.progress, cfg.task.name)
+    record = shipped() if cfg.validity_record else None
+    return judge_procedure(spec, steps, judges, kind.spec.tie, cfg.data_root, record, cfg.progress, cfg.task.name)
 
 
 def attacker_config(cfg, kind):

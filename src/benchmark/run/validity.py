@@ -1,8 +1,9 @@
-"""How far to trust the judges: their verdicts on human-labelled sets (conf/judge_validation.yaml) against the
-humans' labels, read from the shipped record (judges/validity.json) where it holds them for the judge and set, else
-asked through the same cached models the run judges with (so each set is judged once per judge config, ever). A score card's judge entries carry each classifier judge's figures under `measured`; a task that
-declares `validation` also has its whole judging procedure (its steps in order, as it judges responses) measured on
-one set, which corrects its rate for the judges' errors (metrics.corrected_rate)."""
+"""How far to trust the judges: their verdicts on human-labelled sets (conf/judge_validation.yaml) against the humans'
+labels, read from the shipped record (judges/validity.json) where it holds them for the judge and set, else asked
+through the same cached models the run judges with (so each set is judged once per judge config, ever). A score
+card's judge entries carry each classifier judge's figures under `measured`; a task that declares `validation` also
+has its whole judging procedure (its steps in order, as it judges responses) measured on one set, which corrects its
+rate for the judges' errors (metrics.corrected_rate)."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def judge_key(judge) -> str | None:
     return record_key(config, judge.sha) if config is not None else None
 
 
-def _rows_differ(vs, data_root: str | None, outcome: Outcome) -> bool:
+def rows_differ(vs, data_root: str | None, outcome: Outcome) -> bool:
     """Whether the set's file is here with other rows than the record was measured on (then it is measured)."""
     if absent_file(vs, data_root) is not None:
         return False
@@ -73,7 +74,7 @@ def _recorded_or_rows(kind: str, key: str | None, vs, data_root: str | None, rec
     """The record's outcome of this judge or procedure (`key`) on the set, where it holds one for the rows here; else
     the set's rows to measure on (`only`: these alone, and the record is not read); else why it cannot be."""
     found = record.find(kind, key, vs) if record is not None and only is None else None
-    if found is not None and not _rows_differ(vs, data_root, found):
+    if found is not None and not rows_differ(vs, data_root, found):
         return found
     if (absent := absent_file(vs, data_root)) is not None:
         return f"not measured: {absent} is not under data_root"

@@ -15,7 +15,7 @@ import functools
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from .. import BenchmarkError
@@ -89,8 +89,8 @@ class Record:
     def find(self, kind: str, key: str | None, vs) -> Outcome | None:
         """The outcome of a judge (its config hash) or a procedure (its hash) on this set, where the record holds one
         made on the rows and labels the set pins now."""
-        set_key = set_sha256(vs)
-        if key is None or set_key is None:
+        set_key = set_sha256(vs) if key is not None and vs is not None else None
+        if set_key is None:
             return None
         found = self.outcomes.get((kind, key, set_key))
         if found is None or found.data_sha256 != vs.data.sha256 or labels_sha256(found.gold) != vs.labels_sha256:
@@ -129,7 +129,10 @@ def write(outcomes: list[Outcome]) -> Path:
     """The shipped record with these outcomes added (each replacing one of the same key), in a stable order; where
     it is."""
     merged = dict(shipped().outcomes)
-    merged.update({(o.kind, o.key, o.set_sha256): o for o in outcomes})
+    for o in outcomes:  # a procedure several tasks share (a variant of a task) is named by all of them
+        old = merged.get((o.kind, o.key, o.set_sha256))
+        names = sorted({*(old.name.split(", ") if old is not None else []), *o.name.split(", ")})
+        merged[(o.kind, o.key, o.set_sha256)] = replace(o, name=", ".join(names))
     ordered = sorted(merged.values(), key=lambda o: (o.kind, o.name, o.set, o.key))
     write_json(RECORD_FILE, {"format": FORMAT, "outcomes": [asdict(o) for o in ordered]})
     shipped.cache_clear()

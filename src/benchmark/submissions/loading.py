@@ -14,6 +14,7 @@ from pathlib import Path
 from .. import BenchmarkError
 from ..files import unportable
 from ..identity import sha256_json
+from ..run.progress import Progress
 from . import checked
 from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MODEL_FILE, SAMPLES_SUFFIX, SUBMISSIONS_DIR, Problem,
                    capped, name_key, task_registry)
@@ -65,11 +66,12 @@ class RootState:
 
 
 def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code: bool = False,
-         data_root: str | None = None, store: CheckStore | None = None, state: RootState | None = None) -> Loaded:
+         data_root: str | None = None, store: CheckStore | None = None, state: RootState | None = None,
+         progress: bool = False) -> Loaded:
     """Every model folder under root: the cards that pass every rule, and the problems of those that do not. A folder
     that cannot be read at all is one problem; the others load as if it were not there. `store`: results of earlier
     checks of the same bytes are taken from it, and new ones kept there (checked.py); `state`: the folder's entries
-    as the caller just read them (RootState.of(root))."""
+    as the caller just read them (RootState.of(root)); `progress`: a bar of the folders checked."""
     out = Loaded()
     root = Path(root)
     if store is not None:
@@ -87,7 +89,9 @@ def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code
         kept = store.loaded(slot, whole)
         if kept is not None:
             return kept
+    bar = Progress(len(folders), f"checking the cards in {root}", progress, unit="folder")
     for folder in folders:
+        bar.answered("model", 1)
         if folder.is_symlink() or not folder.is_dir():
             if folder.is_symlink() or folder.suffix not in (".json", ".sh"):  # the folder's own keys and scripts
                 out.rejected.append(Problem(str(folder), "", "not a model folder (a symlink or a stray file)"))
@@ -98,6 +102,7 @@ def load(root: Path = SUBMISSIONS_DIR, thorough: bool = False, allow_remote_code
             one = _kept_folder(folder, listings[folder.name], thorough, allow_remote_code, data_root, names, store)
         out.cards += one.cards
         out.rejected += one.rejected
+    bar.close()
     out.rejected = capped(out.rejected)
     if whole is not None:
         store.keep_loaded(slot, whole, out)
