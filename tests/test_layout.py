@@ -15,7 +15,7 @@ from conftest import REPO
 SRC = REPO / "src" / "benchmark"
 
 
-def test_an_installed_wheel_runs_the_default_from_any_folder(tmp_path, data_root):
+def test_an_installed_wheel_runs_the_default_from_any_folder(tmp_path):
     wheels, site, elsewhere = tmp_path / "wheels", tmp_path / "site", tmp_path / "elsewhere"
     elsewhere.mkdir()
     def pip(*args):
@@ -28,12 +28,17 @@ def test_an_installed_wheel_runs_the_default_from_any_folder(tmp_path, data_root
     assert (site / "benchmark" / "conf" / "config.yaml").is_file()
     assert (site / "benchmark" / "conf" / "task" / "diasafety.yaml").is_file()  # task/ points at tasks/ in a checkout
     assert (site / "benchmark" / "tasks" / "toxicchat.yaml").is_file()
-    env = {**os.environ, "PYTHONPATH": str(site), "BENCHMARK_DATA_ROOT": str(data_root)}
+    assert (site / "benchmark" / "judges" / "validity.json").is_file()  # the judges' figures travel with them
+    assert (site / "benchmark" / "bundled" / "diasafety" / "LICENSE").is_file()
+    # no data folder: the default reads the DiaSafety test split the package carries
+    env = {**{k: v for k, v in os.environ.items() if k != "BENCHMARK_DATA_ROOT"}, "PYTHONPATH": str(site),
+           "HF_DATASETS_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-m", "benchmark", "limit=10", "progress=false"], cwd=elsewhere, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     card = json.loads(next((elsewhere / "results").glob("*/*/*/scorecard.json")).read_text())
     assert card["task"]["name"] == "diasafety" and card["run"]["git_commit"] is None
+    assert card["dataset"]["source"] == "bundled:diasafety/test.json" and card["dataset"]["sha256_matches_task"]
     here = subprocess.run([sys.executable, "-c", "import benchmark.paths as p; print(p.CONF_DIR)"], cwd=elsewhere,
                           env=env, capture_output=True, text=True, timeout=60)
     assert Path(here.stdout.strip()) == site / "benchmark" / "conf"

@@ -136,7 +136,9 @@ def test_a_run_reads_the_record_and_its_card_is_the_measured_one(compose, tmp_pa
     asked.clear()
     measured, _ = replay_run(compose, chatbot_root, *PINNED_JUDGES, f"cache_dir={tmp_path / 'b'}",
                              f"output_dir={tmp_path / 'b' / 'run'}", "validity_record=false", "progress=true")
-    assert len(asked) > 22 and "measuring " in capsys.readouterr().err  # measuring is shown as it goes
+    shown = capsys.readouterr().err  # measuring is shown as it goes: what, on which set, how far
+    assert len(asked) > 22 and "measuring profanity-check on diasafety: 100%" in shown
+    assert "measuring diasafety_chatbot judging steps on diasafety" in shown
     assert read["judges"] == measured["judges"] and read["judging_validation"] == measured["judging_validation"]
     assert isinstance(read["judges"][0]["measured"]["diasafety"], dict)
     assert read["metrics"] == measured["metrics"]

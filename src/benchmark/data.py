@@ -13,6 +13,8 @@ from .paths import BUNDLED_DIR, cache_root
 from .templates import render
 
 _BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}
+
+
 def put_it(relative: str) -> str:
     """Where a data file that is not here goes, in one phrase."""
     return (f"put the file at DIR/{relative} and set data_root=DIR on the command line (or export "

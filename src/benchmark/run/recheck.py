@@ -44,6 +44,8 @@ def recheck(p, backends: dict, cache_path: Path, size: int, seed: int) -> dict:
     shipped record gives this run (`p`: its runner.Plan; `backends`: {panel key: its loaded backend}); `size` rows per
     set (0: every row), drawn with `seed`. {} where the record gives the run nothing."""
     record, cfg, kind = shipped(), p.cfg, p.kind
+    if not cfg.judge_validity:  # the card carries no figures to check
+        return {}
     cache = ResponseCache(cache_path)
     try:
         judges = {key: CachedModel(backends[key], p.hashes["judges"][key], cache, config, cfg.seed)
@@ -60,7 +62,7 @@ def recheck(p, backends: dict, cache_path: Path, size: int, seed: int) -> dict:
                 live = _unlike(vs, cfg.data_root, recorded) or judge_outcome(judge, vs, cfg.data_root, None,
                                                                               cfg.progress, only)
                 found[f"{judge.config.name} on {vs.name}"] = _compared(recorded, live, only)
-        if kind.judging_validation is not None and cfg.judge_validity:
+        if kind.judging_validation is not None:
             spec, steps = kind.judging_validation
             by_step = {step: [(k, judges[k]) for k in keys] for step, keys in p.voters.items()}
             vs = next((v for v in validation_sets() if v.name == spec.set), None)
