@@ -118,7 +118,7 @@ def test_a_card_of_another_split_is_rejected(folder):
     assert problems_of(folder) == [
         f"{card}: dataset.split: 'val': task diasafety scores its 'test' split",
         f"{card}: dataset.source: 'data_root:diasafety/val.json' is not where task diasafety reads its data "
-        "(data_root:diasafety/test.json or https://raw.githubusercontent.com/thu-coai/DiaSafety/"
+        "(bundled:diasafety/test.json or data_root:diasafety/test.json or https://raw.githubusercontent.com/thu-coai/DiaSafety/"
         "5106a041b1c7e36f30e02a97c44897a7f2057278/DiaSafety_dataset/test.json)"]
 
 

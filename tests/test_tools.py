@@ -71,7 +71,7 @@ def test_progress_counts_requests_as_they_are_answered(compose, data_root, monke
 
     monkeypatch.setattr(P.Progress, "answered", answered)
     real_init = P.Progress.__init__
-    monkeypatch.setattr(P.Progress, "__init__", lambda self, total, desc, enabled=True: (
+    monkeypatch.setattr(P.Progress, "__init__", lambda self, total, desc, enabled=True, unit="request": (
         bars.append(self), real_init(self, total, desc, False))[-1])
     run(compose("model=profanity-check", "limit=100", "chunk_size=100", "model.batch_size=5"))
     assert bars[-1].total == 100 and bars[-1].answered_by_model == 100

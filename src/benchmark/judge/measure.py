@@ -27,7 +27,7 @@ from ..models.cached import CachedModel
 from ..paths import TASKS_DIR
 from ..run.roles import judge_panel
 from ..run.validity import (figures, judge_key, judge_outcome, procedure_outcome, record_key, sets_for,
-                             validation_sets)
+                             sets_named)
 from ..run.validity_record import Outcome, set_sha256, shipped, write
 
 
@@ -144,7 +144,7 @@ def _pct(figure: dict) -> str:
 def table() -> str:
     """The shipped record as docs/judges.md shows it: each judge's figures on each set (at the published resamples
     and seed), then each task's judging procedure's sensitivity and specificity on its set."""
-    sets = {vs.name: vs for vs in validation_sets()}
+    sets = sets_named()
     outcomes = sorted(shipped().outcomes.values(), key=lambda o: (o.kind != "judge", o.name, o.set, o.key))
     lines = ["| judge | set | pairs | unsafe (people) | flagged | precision | recall | specificity | unsafe F1 |",
              "|---|---|---|---|---|---|---|---|---|"]

@@ -12,7 +12,7 @@ from ..cache import ResponseCache
 from ..labelled import absent_file
 from ..models.cached import CachedModel
 from .validity import (judge_key, judge_outcome, procedure_key, procedure_outcome, rows_differ, sets_for,
-                       validation_sets)
+                       sets_named)
 from .validity_record import Outcome, shipped
 
 
@@ -65,7 +65,7 @@ def recheck(p, backends: dict, cache_path: Path, size: int, seed: int) -> dict:
         if kind.judging_validation is not None:
             spec, steps = kind.judging_validation
             by_step = {step: [(k, judges[k]) for k in keys] for step, keys in p.voters.items()}
-            vs = next((v for v in validation_sets() if v.name == spec.set), None)
+            vs = sets_named().get(spec.set)
             key = procedure_key(spec, steps, by_step, kind.spec.tie, vs) if vs is not None else None
             recorded = record.find("procedure", key, vs)
             if recorded is not None:

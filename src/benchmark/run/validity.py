@@ -41,6 +41,11 @@ def _stat(name: str):
 MULTILINGUAL = "multi"  # a task's language where its records are in several: its judges are measured on every set
 
 
+def sets_named() -> dict:
+    """The declared labelled sets, by name."""
+    return {vs.name: vs for vs in validation_sets()}
+
+
 def sets_for(language: str) -> tuple:
     """The sets a judge of a task in this language is measured on."""
     return tuple(vs for vs in validation_sets() if language == MULTILINGUAL or vs.language == language)
@@ -156,7 +161,7 @@ def procedure_outcome(spec, steps, judges: dict, tie: str, data_root: str | None
     variables (`spec`: the task's JudgingValidation): from the shipped record where it holds this procedure (every
     voter's content pinned), else run; "not measured: <why>" where neither can be had. `only`: run on these rows
     alone (the record is not read)."""
-    sets = {s.name: s for s in validation_sets()}
+    sets = sets_named()
     if spec.set not in sets:
         return f"not measured: no judge validation set {spec.set!r} (conf/judge_validation.yaml has {sorted(sets)})"
     vs = sets[spec.set]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 
 from ..identity import model_sha256
-from ..run.validity import figures, record_key, validation_sets
+from ..run.validity import figures, record_key, sets_named
 from ..run.validity_record import Outcome, procedure_sha256, shipped
 from .base import Problem
 from .configs import model_config_node
@@ -18,7 +18,7 @@ from .configs import model_config_node
 
 @functools.lru_cache(maxsize=256)
 def _figures(outcome: Outcome, resamples: int, seed: int) -> dict:
-    vs = {s.name: s for s in validation_sets()}[outcome.set]
+    vs = sets_named()[outcome.set]
     return figures(vs, outcome, resamples, seed)
 
 
@@ -34,7 +34,7 @@ def _config_key(judge: dict) -> str | None:
 def record_problems(card: dict, kind, where: str) -> list[Problem]:
     """The card's figures and flags that are not what the shipped record gives for its judges (`kind`: the card's
     task, made as its scoring makes it)."""
-    record, sets = shipped(), {vs.name: vs for vs in validation_sets()}
+    record, sets = shipped(), sets_named()
     if not record.outcomes:
         return []
     problems = []
