@@ -147,8 +147,8 @@ def measure(judge, data_root: str | None, resamples: int, seed: int, sets=None, 
 
 
 def procedure_key(spec, steps, judges: dict, tie: str, vs) -> str | None:
-    """The hash the shipped record knows a procedure by (validity_record.procedure_sha256), where every voter pins
-    its content and the set its rows and labels; else None."""
+    """The hash the shipped record knows a procedure by (validity_record.procedure_sha256), where it can know every
+    voter (record_key) and the set pins its rows and labels; else None."""
     keys = {step: [judge_key(j) for _, j in panel] for step, panel in judges.items()}
     if any(k is None for ks in keys.values() for k in ks):
         return None
@@ -158,8 +158,8 @@ def procedure_key(spec, steps, judges: dict, tie: str, vs) -> str | None:
 def procedure_outcome(spec, steps, judges: dict, tie: str, data_root: str | None, record: Record | None,
                       progress: bool = False, task: str = "", only: list[int] | None = None) -> Outcome | str:
     """A task's judging steps, in order (the first that flags decides), over a labelled set whose rows give the steps'
-    variables (`spec`: the task's JudgingValidation): from the shipped record where it holds this procedure (every
-    voter's content pinned), else run; "not measured: <why>" where neither can be had. `only`: run on these rows
+    variables (`spec`: the task's JudgingValidation): from the shipped record where it holds this procedure (with
+    these voters), else run; "not measured: <why>" where neither can be had. `only`: run on these rows
     alone (the record is not read)."""
     sets = sets_named()
     if spec.set not in sets:
