@@ -15,7 +15,7 @@ from .templates import render
 _BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}
 
 
-def put_it(relative: str) -> str:
+def where_to_put(relative: str) -> str:
     """Where a data file that is not here goes, in one phrase."""
     return (f"put the file at DIR/{relative} and set data_root=DIR on the command line (or export "
             "BENCHMARK_DATA_ROOT=DIR)")
@@ -102,7 +102,7 @@ def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]
         except Exception as e:  # offline, moved file, proxy...: one message with the way out
             raise BenchmarkError(
                 f"{where}: could not fetch {data.url} ({type(e).__name__}) and no data_root is set: "
-                f"{put_it(data.path)}"
+                f"{where_to_put(data.path)}"
             ) from None
         return ds.to_list(), data.url
     if data.hub:
@@ -111,10 +111,11 @@ def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]
         except Exception as e:
             raise BenchmarkError(
                 f"{where}: could not load hub dataset {data.hub} ({type(e).__name__}) and no data_root "
-                f"is set: {put_it(data.path)}"
+                f"is set: {where_to_put(data.path)}"
             ) from None
         return ds.to_list(), f"hub:{data.hub}"
-    raise BenchmarkError(f"{where}: {data.path} is not here and the task names no remote source: {put_it(data.path)}")
+    raise BenchmarkError(f"{where}: {data.path} is not here and the task names no remote source: "
+                         f"{where_to_put(data.path)}")
 
 
 def _local_rows(path: Path, data, where: str) -> list[dict]:
@@ -195,9 +196,10 @@ def joined_entries(join, data_root: str | None, where: str) -> dict:
             path = Path(cached_path(join.url))
         except Exception as e:
             raise BenchmarkError(f"{where}: could not fetch {join.url} ({type(e).__name__}) and no data_root is set: "
-                                 f"{put_it(join.path)}") from None
+                                 f"{where_to_put(join.path)}") from None
     else:
-        raise BenchmarkError(f"{where}: {join.path} is not here and no data.join.url is given: {put_it(join.path)}")
+        raise BenchmarkError(f"{where}: {join.path} is not here and no data.join.url is given: "
+                             f"{where_to_put(join.path)}")
     if path.stat().st_size > MAX_JOIN_BYTES:
         raise BenchmarkError(f"{where}: {path} has {path.stat().st_size:,} bytes, more than {MAX_JOIN_BYTES:,}")
     try:
