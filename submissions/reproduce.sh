@@ -14,7 +14,8 @@
 # sampled responses about two and a half, Qwen-0.5B's cards about six (ricota 28 minutes, diasafety 12, toxicchat 66
 # with other work on the cores, diasafety_chatbot_k1 about 60, kosbi 30 and safetybench_zh 52 on one core each;
 # multijail_en_zh_ko_sw about 120: 89 answering, 30 judging by the harm probe on llama-cpp, and its verification
-# about 80 more, measuring the probe on 4,664 labelled pairs from a fresh cache; the harm probe's own cards,
+# more, re-asking the judges 200 rows of each labelled set against judges/validity.json (before that record shipped,
+# verification measured the probe on all 4,664 labelled pairs from a fresh cache: about 80); the harm probe's own cards,
 # diasafety 19 and kosbi 56, need llama-cpp), Qwen-1.5B's about eleven on llama.cpp (ricota 48 minutes, diasafety 47,
 # goal_direct_multijail 44, toxicchat 91, diasafety_chatbot_k1 91, safetybench_zh about 60, kosbi 80 and
 # multijail_en_zh_ko_sw about 195: 155 answering, 40 judging; on one core each beside another run) and its attack on
