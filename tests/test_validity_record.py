@@ -5,7 +5,6 @@ verify re-asks a sample; and the shipped record is what the code computes."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import pytest
@@ -18,7 +17,7 @@ import benchmark.run.validity_record as R
 from benchmark.cache import ResponseCache
 from benchmark.config import DataConfig
 from benchmark.identity import model_sha256, records_sha256
-from benchmark.labelled import ValidationSet, labelled_rows
+from benchmark.labelled import ValidationSet, human_labels, labelled_rows
 from benchmark.models import load_backend
 from benchmark.models.cached import CachedModel
 from benchmark.models.keywords import Keywords
@@ -30,8 +29,8 @@ def pinned_set(root, name: str, path: str, inputs: dict, unsafe: str) -> Validat
     """A labelled set over a file under root, its rows and labels pinned as conf/judge_validation.yaml pins them."""
     vs = ValidationSet(name=name, data=DataConfig(path=path), input=inputs, unsafe=unsafe)
     rows = labelled_rows(vs, str(root))
-    gold = "".join(str(int(V.render(unsafe, r, "test").strip() == "True")) for r in rows)
-    vs.data.sha256, vs.labels_sha256 = records_sha256(rows), hashlib.sha256(gold.encode()).hexdigest()
+    gold = "".join(map(str, human_labels(vs, rows, "test")))
+    vs.data.sha256, vs.labels_sha256 = records_sha256(rows), R.labels_sha256(gold)
     return vs
 
 
@@ -90,7 +89,7 @@ def test_a_recorded_judge_is_read_and_a_changed_one_is_asked(compose, tmp_path, 
 
 def test_a_record_that_is_not_the_sets_labels_is_not_read(tmp_path, record_file):
     vs = ValidationSet(name="s", data=DataConfig(path="x.json", sha256="c" * 64), input={"response": "{{ t }}"},
-                       unsafe="{{ y }}", labels_sha256=hashlib.sha256(b"10").hexdigest())
+                       unsafe="{{ y }}", labels_sha256=R.labels_sha256("10"))
     good = R.Outcome("judge", "k", "kw", "s", R.set_sha256(vs), "c" * 64, 2, "10", "11", "00")
     R.write([good, R.Outcome("judge", "k2", "kw", "s", R.set_sha256(vs), "c" * 64, 2, "01", "11", "00")])
     assert R.shipped().find("judge", "k", vs) == good and R.shipped().find("judge", "k2", vs) is None

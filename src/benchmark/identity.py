@@ -35,11 +35,14 @@ def sha256_json(obj) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def file_sha256(path) -> str:
+def file_sha256(path, read=None) -> str:
+    """`read`: told the size of each block as it is hashed (a progress bar)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 22), b""):
             h.update(block)
+            if read is not None:
+                read(len(block))
     return h.hexdigest()
 
 

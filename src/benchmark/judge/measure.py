@@ -146,7 +146,7 @@ def table() -> str:
     and seed), then each task's judging procedure's sensitivity and specificity on its set."""
     sets = sets_named()
     outcomes = sorted(shipped().outcomes.values(), key=lambda o: (o.kind != "judge", o.name, o.set, o.key))
-    lines = ["| judge | set | pairs | unsafe (people) | flagged | precision | recall | specificity | unsafe F1 |",
+    lines = ["| judge | set | rows | unsafe (people) | flagged | precision | recall | specificity | unsafe F1 |",
              "|---|---|---|---|---|---|---|---|---|"]
     seen = set()
     for o in outcomes:
@@ -158,7 +158,7 @@ def table() -> str:
         lines.append(f"| {name} | {o.set} ({sets[o.set].language}) | {o.n:,} | {o.gold.count('1'):,} | "
                      f"{o.flagged.count('1'):,} | {_pct(f['precision'])} | {_pct(f['recall'])} | "
                      f"{_pct(f['specificity'])} | {_pct(f['f1'])} |")
-    lines += ["", "| task's judging steps | set | pairs | sensitivity | specificity | Youden's J |",
+    lines += ["", "| task's judging steps | set | rows | sensitivity | specificity | Youden's J |",
               "|---|---|---|---|---|---|"]
     for o in outcomes:
         if o.kind == "procedure":

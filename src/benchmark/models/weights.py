@@ -168,17 +168,11 @@ def _bytes_bar(desc: str, total: int):
 
 def _sha256_shown(path: Path) -> str:
     """A file's sha256; a large one with a bar of the bytes read."""
-    import hashlib
-
     size = path.stat().st_size
     if size < BIG_FILE:
         return file_sha256(path)
-    digest = hashlib.sha256()
-    with _bytes_bar(f"hashing {path.name}", size) as bar, open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            digest.update(block)
-            bar.update(len(block))
-    return digest.hexdigest()
+    with _bytes_bar(f"hashing {path.name}", size) as bar:
+        return file_sha256(path, bar.update)
 
 
 BIG_FILE = 256 << 20  # bytes: a file this large takes seconds to read, and its reading is shown

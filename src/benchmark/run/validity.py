@@ -14,6 +14,7 @@ import numpy as np
 from .. import metrics as M
 from ..identity import records_sha256, sha256_json
 from ..kinds.judging import NEAR_BOUNDARY, near_boundary, run_panel
+from ..data import local_file
 from ..labelled import absent_file, human_labels, judge_inputs, labelled_rows, validation_sets
 from ..models.registry import backend_class
 from ..models.requests import Classify
@@ -71,7 +72,20 @@ def rows_differ(vs, data_root: str | None, outcome: Outcome) -> bool:
     """Whether the set's file is here with other rows than the record was measured on (then it is measured)."""
     if absent_file(vs, data_root) is not None:
         return False
-    return records_sha256(labelled_rows(vs, data_root)) != outcome.data_sha256
+    return _rows_sha256(vs, data_root) != outcome.data_sha256
+
+
+_HASHED: dict = {}  # (set, its files' paths, sizes and change times) -> the hash of its rows: read once per file state
+
+
+def _rows_sha256(vs, data_root: str | None) -> str:
+    """The hash of a set's rows here, read once per state of its files (every judge of a run asks it)."""
+    paths = [local_file(data_root, rel, vs.name)[0]
+             for rel in [vs.data.path] + ([vs.data.join.path] if vs.data.join is not None else [])]
+    state = (set_sha256(vs), vs.name, tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in paths))
+    if state not in _HASHED:
+        _HASHED[state] = records_sha256(labelled_rows(vs, data_root))
+    return _HASHED[state]
 
 
 def _recorded_or_rows(kind: str, key: str | None, vs, data_root: str | None, record: Record | None,

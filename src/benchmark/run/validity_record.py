@@ -1,13 +1,13 @@
-"""The shipped record of the shipped judges' validity (judges/validity.json): each content-pinned judge's verdicts on
-each pinned labelled set, and each task's judging procedure on its validation set, as the maintainers measured them
-(`python -m benchmark.judge validity`). A verdict depends only on the judge's bytes and the set's, so a run whose keys
+"""The shipped record of the shipped judges' validity (judges/validity.json): each shipped judge's verdicts on each
+pinned labelled set, and each task's judging procedure on its validation set, as the maintainers measured them
+(`python -m benchmark.judge measure`). A verdict depends only on the judge's bytes and the set's, so a run whose keys
 match reads it instead of asking the judge thousands of times; the figures on a card are computed from it by the same
 code that computes them from a live measurement (run/validity.py).
 
-Keys: a judge's config hash (identity.model_sha256 of its pinned config: its artifact's sha256 and every setting that
-decides its answers) with the set's declaration (its pinned rows, labels, input templates); a procedure's hash (its
-steps, voters' config hashes, tie rule and variables) with the set's. A set or a judge that pins nothing is never
-looked up here: it is measured."""
+Keys: a judge's validity.record_key (its config hash, which holds its artifact's sha256 and every setting that
+decides its answers; for a packaged classifier, with its installed model files' hash) with the set's declaration (its
+pinned rows, labels, input templates); a procedure's hash (its steps, voters' keys, tie rule and variables) with the
+set's. A set that pins nothing, or a judge that has no record_key, is never looked up here: it is measured."""
 
 from __future__ import annotations
 

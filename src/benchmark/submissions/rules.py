@@ -32,6 +32,7 @@ from ..models.weights import Fingerprint, WeightFile
 from ..run.roles import NOT_MEASURED
 from ..run.scorecard import load_schema
 from ..run.validity import validation_sets
+from ..run.validity_record import labels_sha256
 from ..submissions.signing import verification_problems
 from . import checked
 from .base import CARD_SUFFIX, KEY_NAME, MAX_BOOTSTRAP, SAMPLES_SUFFIX, Problem, task_registry
@@ -351,8 +352,6 @@ def rescored(card: dict, samples: list[dict], kind=None) -> tuple[dict, dict]:
 def _validation_problems(card: dict, known: dict, where: str) -> list[Problem]:
     """The judges' outcome on their labelled set: the set the task names, with the set's pinned data and labels (the
     flags are the judges' own: only re-running them, as verify does, can check those)."""
-    import hashlib
-
     outcome = card.get("judging_validation")
 
     section = kind_class(known["kind"]).section
@@ -369,7 +368,7 @@ def _validation_problems(card: dict, known: dict, where: str) -> list[Problem]:
     problems = []
     if pinned.data.sha256 and outcome["data_sha256"] != pinned.data.sha256:
         problems.append(Problem(where, "judging_validation.data_sha256", f"is not the hash of set {pinned.name}"))
-    if pinned.labels_sha256 and hashlib.sha256(outcome["gold"].encode()).hexdigest() != pinned.labels_sha256:
+    if pinned.labels_sha256 and labels_sha256(outcome["gold"]) != pinned.labels_sha256:
         problems.append(Problem(where, "judging_validation.gold", f"are not the human labels of set {pinned.name}"))
     if not len(outcome["gold"]) == len(outcome["flagged"]) == len(outcome.get("near", outcome["gold"])) == outcome["n"]:
         problems.append(Problem(where, "judging_validation.n", "the labels, the flags, near and n differ in length"))
