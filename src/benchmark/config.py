@@ -132,6 +132,8 @@ class JoinConfig:
     path: str = MISSING  # relative to data_root
     key: str = MISSING  # the rows' field whose value (as a string) names an entry
     url: Optional[str] = None  # the released file, fetched once where no data_root is set
+    # a CSV file instead (its path ends in .csv): its rows, each named by its value in this column
+    column: Optional[str] = None
 
 
 @dataclass
@@ -161,6 +163,9 @@ class DataConfig:
     # other layouts of the same data: a field's other names (matched ignoring case), used when it is absent
     fields: Dict[str, List[str]] = field(default_factory=dict)
     sha256: Optional[str] = None  # a judge validation set: the known hash of its rows (a task pins its own: pinned)
+    skip_lines: int = field(default=0, metadata=ADDED)  # csv: comment lines above the header (a version line)
+    # local files of the same layout whose rows follow those of `path` (a release split by category), in this order
+    parts: List[str] = field(default_factory=list, metadata=ADDED)
     join: Optional[JoinConfig] = field(default=None, metadata=ADDED)
     melt: Optional[MeltConfig] = field(default=None, metadata=ADDED)
 

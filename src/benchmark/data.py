@@ -31,9 +31,11 @@ class Records:
 
 
 def _builder_kwargs(data) -> dict:
-    """A JSON file whose rows sit under one key of a top-level object: `data.json_field`."""
+    """A JSON file whose rows sit under one key of a top-level object: `data.json_field`; a CSV file with comment
+    lines above its header: `data.skip_lines`."""
     key = getattr(data, "json_field", None)  # replay configs have none
-    return {"field": key} if key else {}
+    skip = getattr(data, "skip_lines", 0)
+    return {**({"field": key} if key else {}), **({"skiprows": skip} if skip else {})}
 
 
 def data_file(data_root: str, relative: str, where: str) -> Path:
@@ -89,7 +91,12 @@ def load_rows(data, data_root: str | None, where: str) -> tuple[list[dict], str]
     if data.format not in _BUILDERS:
         raise BenchmarkError(f"{where}: data.format={data.format!r} is not one of {sorted(_BUILDERS)}")
     if (found := local_file(data_root, data.path, where)) is not None:
-        return _local_rows(found[0], data, where), found[1]
+        rows = _local_rows(found[0], data, where)
+        for part in getattr(data, "parts", None) or []:
+            if (more := local_file(data_root, part, where)) is None:
+                raise BenchmarkError(f"{where}: data.parts: {part} is not here: {where_to_put(part)}")
+            rows += _local_rows(more[0], data, where)
+        return rows, found[1]
     if data_root:
         raise BenchmarkError(f"{where}: data file not found: {data_file(data_root, data.path, where)} "
                              f"(data_root={data_root}, path={data.path})")
@@ -202,6 +209,8 @@ def joined_entries(join, data_root: str | None, where: str) -> dict:
                              f"{where_to_put(join.path)}")
     if path.stat().st_size > MAX_JOIN_BYTES:
         raise BenchmarkError(f"{where}: {path} has {path.stat().st_size:,} bytes, more than {MAX_JOIN_BYTES:,}")
+    if join.column is not None:
+        return _csv_entries(path, join.column, where)
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -209,6 +218,19 @@ def joined_entries(join, data_root: str | None, where: str) -> dict:
     if not isinstance(entries, dict) or not all(isinstance(v, dict) for v in entries.values()):
         raise BenchmarkError(f"{where}: {path} must hold one JSON object: key -> an object of fields")
     return entries
+
+
+def _csv_entries(path: Path, column: str, where: str) -> dict:
+    import csv
+
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise BenchmarkError(f"{where}: {path} is not UTF-8 CSV: {e}") from None
+    if rows and column not in rows[0]:
+        raise BenchmarkError(f"{where}.column={column!r} is not a column of {path} ({', '.join(rows[0])})")
+    return {str(row[column]): {k: v for k, v in row.items() if k != column} for row in rows}
 
 
 def with_joined(rows: list[dict], join, entries: dict) -> list[dict]:

@@ -11,7 +11,7 @@ from omegaconf import MISSING, OmegaConf
 
 from . import BenchmarkError
 from .config import DataConfig
-from .data import joined_entries, load_rows, local_file, with_joined
+from .data import joined_entries, load_rows, local_file, with_canonical_fields, with_joined
 from .paths import CONF_DIR
 from .templates import render
 
@@ -37,7 +37,12 @@ class ValidationSet:
     language: str = "en"
     data: DataConfig = field(default_factory=DataConfig)
     input: Dict[str, str] = field(default_factory=dict)  # the judge's named parts (context, response), Jinja over a row
-    unsafe: str = MISSING  # Jinja over a row: true where the human label is unsafe (toxic)
+    unsafe: str = MISSING  # Jinja over a row: true where the human label is the positive one (unsafe; refused)
+    # what the label says of a reply: harm (unsafe or not: harm judges are measured on the set) or refusal (refused or
+    # not: refusal judges are)
+    measures: str = "harm"
+    # a refusal set's finer label, Jinja over a row: full_compliance | partial_refusal | full_refusal (XSTest's)
+    classes: Optional[str] = None
     where: Optional[str] = None  # Jinja over a row: true for the rows the set holds (null: every row of its file)
     labels_sha256: Optional[str] = None  # of the rows' human labels, in order (a "0"/"1" string): pinned
     train: Optional[TrainSplit] = None  # where a judge is trained on the same labels (python -m benchmark.judge train)
@@ -55,10 +60,15 @@ def validation_sets() -> tuple:
     return tuple(OmegaConf.to_object(config).sets)
 
 
+def set_files(vs: ValidationSet) -> list[str]:
+    """The files a set's rows come from: its file, its further parts and the file it joins."""
+    return [vs.data.path, *vs.data.parts] + ([vs.data.join.path] if vs.data.join is not None else [])
+
+
 def absent_file(vs: ValidationSet, data_root: str | None) -> str | None:
-    """The set's file (or the file it joins) that is neither under data_root nor bundled with the suite, or None
-    when both are here."""
-    for relative in [vs.data.path] + ([vs.data.join.path] if vs.data.join is not None else []):
+    """The set's file (or a part, or the file it joins) that is neither under data_root nor bundled with the suite,
+    or None when all are here."""
+    for relative in set_files(vs):
         if local_file(data_root, relative, f"judge validation set {vs.name}") is None:
             return relative
     return None
@@ -73,6 +83,8 @@ def labelled_rows(vs: ValidationSet, data_root: str | None, data: DataConfig | N
     rows, _ = load_rows(data, data_root, where)
     if data.join is not None:
         rows = with_joined(rows, data.join, joined_entries(data.join, data_root, where))
+    if data.fields:  # a column whose name a template cannot say ("acceptable?") under one it can
+        rows = [with_canonical_fields(row, data.fields) for row in rows]
     if vs.where:
         kept = [row for row in rows if render(vs.where, row, f"{where}: where").strip() == "True"]
         if not kept:
@@ -111,7 +123,8 @@ def measured_in(languages: list[str], steps, procedure: str | None = None, outco
             if outcome == NOT_MEASURED:
                 out[lang][step.name] = NOT_MEASURED
             elif step.type == "classifier":  # on the sets that give every part it reads (models.unreadable_set)
-                alone = [vs.name for vs in here if set(step.spec.input) <= set(vs.input)]
+                measures = "refusal" if getattr(step.spec, "veto", False) else "harm"  # a veto step's judge: refusal
+                alone = [vs.name for vs in here if set(step.spec.input) <= set(vs.input) and vs.measures == measures]
                 out[lang][step.name] = alone or ("not measured: no labelled set in this language" if not here else
                                                  f"not measured: no labelled set in this language gives "
                                                  f"{' and '.join(sorted(step.spec.input))}")

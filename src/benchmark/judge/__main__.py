@@ -1,5 +1,6 @@
 """`python -m benchmark.judge train|evaluate NAME [key=value ...]`: train a shipped judge, or measure it on test;
-`python -m benchmark.judge measure [TASK ...] [key=value ...]`: record the shipped judges' validity (judge/measure.py)."""
+`python -m benchmark.judge measure [TASK ...] [key=value ...]`: record the shipped judges' validity (judge/measure.py);
+`python -m benchmark.judge score NAME --input IN.jsonl --output OUT.jsonl`: a judge on rows of your own (judge/score.py)."""
 
 import sys
 
@@ -14,6 +15,7 @@ from . import DETECTOR, detector_evaluate, detector_train
 from .evaluate import evaluate
 from . import probe_train
 from .measure import measure, table
+from .score import main as score
 from .train import shipped, train
 
 COMMANDS = ("train", "evaluate")
@@ -35,6 +37,13 @@ def detector(command: str, overrides: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["score"]:
+        try:
+            print(score(args[1:]))
+        except BenchmarkError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return 0
     if args[:1] == ["measure"]:
         try:
             print(table() if args[1:] == ["--table"] else measure(args[1:]))
@@ -44,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if len(args) < 2 or args[0] not in COMMANDS:
         print(f"usage: python -m benchmark.judge {{{'|'.join(COMMANDS)}}} NAME [key=value ...]; NAME: "
-              f"{', '.join(shipped())}; or python -m benchmark.judge measure [TASK ...] [key=value ...]", file=sys.stderr)
+              f"{', '.join(shipped())}; or python -m benchmark.judge measure [TASK ...] [key=value ...]; or python -m "
+              "benchmark.judge score NAME --input IN.jsonl --output OUT.jsonl", file=sys.stderr)
         return 2
     command, name, overrides = args[0], args[1], args[2:]
     try:

@@ -96,6 +96,10 @@ class JudgeTrainConfig:
     progress: bool = True
     minutes: Optional[int] = None  # the training's time on 2 CPU cores, as measured: what a missing judge's error says
     references: List[PublishedFigure] = field(default_factory=list)
+    # a judge of several classes, as the set's `classes` template names each row's (XSTest's full_compliance,
+    # partial_refusal, full_refusal); the first is the unflagged one, and the judge flags a row when the others'
+    # probability together reaches its threshold. Empty: two classes, the set's `unsafe` label.
+    classes: List[str] = field(default_factory=list)
 
 
 @dataclass

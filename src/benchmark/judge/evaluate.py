@@ -12,7 +12,8 @@ from .. import BenchmarkError
 from ..labelled import absent_file, human_labels, judge_inputs, labelled_rows
 from ..files import write_json
 from ..models.classifier import EVALUATION, Classifier, encoders
-from ..paths import SHIPPED, judge_folder
+from ..models.registry import backend_class
+from ..paths import CONF_DIR, SHIPPED, judge_folder
 from ..templates import render
 from ..run import validity
 from .train import figures, load_config
@@ -32,24 +33,73 @@ def test_rows(vs, data_root: str | None) -> tuple[list[dict], np.ndarray, dict[s
     return inputs, gold, subsets
 
 
+def judge_backend(name: str, folder: Path):
+    """The judge as tasks use it: its model config (conf/model/NAME.yaml, its phrases and settings) with the trained
+    folder given; the classifier alone where no model config has the judge's name."""
+    if (CONF_DIR / "model" / f"{name}.yaml").is_file():
+        from ..composition import compose
+
+        cfg = compose([f"model={name}", f"model.pretrained={folder}", "model.sha256=null"])
+        return backend_class(cfg.model)(cfg.model)
+    return None
+
+
+def judged(judge, classifier: Classifier, inputs: list[dict]) -> tuple[np.ndarray, np.ndarray, list | None]:
+    """Each row's flag, score and label (None where the judge gives no label)."""
+    if judge is None:
+        prob = classifier.probabilities(inputs)
+        return prob >= classifier.threshold, prob, None
+    verdicts = judge.classify(inputs)
+    labels = [v["label"] for v in verdicts] if verdicts and "label" in verdicts[0] else None
+    return (np.array([v["unsafe"] for v in verdicts]), np.array([v["score"] for v in verdicts]), labels)
+
+
+def set_figures(vs, data_root, judge, classifier) -> dict:
+    inputs, gold, subsets = test_rows(vs, data_root)
+    flags, scores, labels = judged(judge, classifier, inputs)
+    out = {"language": vs.language, **flag_figures(gold, flags, scores),
+           "subset_recall": {k: round(float(flags[m & (gold == 1)].mean()), 4)
+                             for k, m in subsets.items() if (m & (gold == 1)).any()}}
+    if labels is not None and vs.classes is not None:
+        rows = labelled_rows(vs, data_root)
+        truth = [render(vs.classes, r, f"judge validation set {vs.name}: classes").strip() for r in rows]
+        out["class_accuracy"] = round(float(np.mean([a == b for a, b in zip(labels, truth)])), 4)
+    return out
+
+
+def flag_figures(gold: np.ndarray, flags: np.ndarray, scores: np.ndarray) -> dict:
+    """figures() of the flags as given (a judge whose flag is more than its score at a threshold), with accuracy."""
+    out = figures(gold, flags.astype(float), 0.5)
+    if 0 < gold.sum() < len(gold):
+        from sklearn.metrics import average_precision_score
+
+        out["auprc"] = round(float(average_precision_score(gold, scores)), 4)
+    out["accuracy"] = round(float((flags.astype(int) == gold).mean()), 4)
+    return out
+
+
 def evaluate(name: str, overrides: list[str] = ()) -> Path:
+    """The judge on its set's test rows, and on every other labelled set of its kind (harm or refusal) that is here;
+    none of them chose anything."""
     cfg = load_config(name, overrides)
-    vs = {s.name: s for s in validity.validation_sets()}[cfg.set]
+    sets = {s.name: s for s in validity.validation_sets()}
+    vs = sets[cfg.set]
     # the shipped judge unless output_dir names another (one trained here: output_dir=checkpoints/NAME)
     folder = judge_folder(cfg.output_dir or f"{SHIPPED}{cfg.name}")
-    judge = Classifier(folder, name=cfg.name)
-    inputs, gold, subsets = test_rows(vs, cfg.data_root)
-    prob = judge.probabilities(inputs)
-    threshold = judge.threshold
-    result = {"set": vs.name, "split": "test", "threshold": threshold, **figures(gold, prob, threshold),
-              "subset_recall": {k: round(float((prob[m & (gold == 1)] >= threshold).mean()), 4)
-                                for k, m in subsets.items() if (m & (gold == 1)).any()},
-              "val": judge.manifest["val"]}
+    classifier = Classifier(folder, name=cfg.name)
+    judge = judge_backend(cfg.name, folder)
+    measures = type(judge).measures if judge is not None else "harm"
+    main = set_figures(vs, cfg.data_root, judge, classifier)
+    others = {o.name: set_figures(o, cfg.data_root, judge, classifier) for o in sets.values()
+              if o.name != vs.name and o.measures == measures and absent_file(o, cfg.data_root) is None
+              and set(o.input) >= {"response"}}
+    result = {"set": vs.name, "split": "test", "threshold": classifier.threshold, **main, "val": classifier.manifest["val"],
+              **({"other_sets": others} if others else {})}
     write_json(folder / EVALUATION, result)
     out = Path("results/judge-report") / cfg.name
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "report.md").write_text(markdown(cfg, judge.manifest, result))
+    (out / "report.md").write_text(markdown(cfg, classifier.manifest, result))
     return out / "report.md"
 
 
@@ -64,12 +114,21 @@ def markdown(cfg, manifest: dict, result: dict) -> str:
              f"{manifest['val_records']} validation rows carved from the training file (val F1 "
              f"{_p(manifest['val']['f1'])}, AUPRC {manifest['val']['auprc']}). Test: {result['n']} rows, "
              f"{result['unsafe']} unsafe.", "",
-             "| detector | precision | recall | F1 | AUPRC | note |", "|---|---|---|---|---|---|",
-             f"| **{cfg.name}** (this suite) | {_p(result['precision'])} | {_p(result['recall'])} | "
-             f"**{_p(result['f1'])}** | {result['auprc']} | threshold {result['threshold']:.4f} |"]
+             "| detector | accuracy | precision | recall | F1 | AUPRC | note |", "|---|---|---|---|---|---|---|",
+             f"| **{cfg.name}** (this suite) | {_p(result['accuracy'])} | {_p(result['precision'])} | "
+             f"{_p(result['recall'])} | **{_p(result['f1'])}** | {result['auprc']} | threshold {result['threshold']:.4f} |"]
     for ref in cfg.references:
         cell = lambda v: "—" if v is None else f"{v:.1f}"  # noqa: E731
-        lines.append(f"| {ref.name} | {cell(ref.precision)} | {cell(ref.recall)} | {ref.f1:.1f} | — | {ref.note} |")
+        lines.append(f"| {ref.name} | — | {cell(ref.precision)} | {cell(ref.recall)} | {ref.f1:.1f} | — | {ref.note} |")
     if result["subset_recall"]:
         lines += ["", "Recall on subsets: " + ", ".join(f"{k} {_p(v)}" for k, v in result["subset_recall"].items())]
+    if "class_accuracy" in result:
+        lines += ["", f"Accuracy over its classes ({', '.join(manifest.get('classes', []))}): "
+                      f"{_p(result['class_accuracy'])}"]
+    if result.get("other_sets"):
+        lines += ["", "On the other labelled sets of its kind (none chose anything):", "",
+                  "| set | language | rows | positive | accuracy | precision | recall | F1 | AUPRC |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {k} | {v['language']} | {v['n']} | {v['unsafe']} | {_p(v['accuracy'])} | {_p(v['precision'])} | "
+                  f"{_p(v['recall'])} | {_p(v['f1'])} | {v['auprc']} |" for k, v in result["other_sets"].items()]
     return "\n".join(lines) + "\n"

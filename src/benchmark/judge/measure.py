@@ -79,7 +79,7 @@ def measured(panel: Panel, done: set) -> list[Outcome]:
     for key, judge in panel.judges.items():
         if judge_key(judge) is None or not judge.supports("classify"):
             continue
-        for vs in sets_for(panel.cfg.task.language):
+        for vs in sets_for(panel.cfg.task.language, type(judge.backend).measures):
             if set_sha256(vs) is None or (judge.sha, vs.name) in done or \
                     type(judge.backend).unreadable_set(judge.config, vs.input):
                 continue

@@ -26,6 +26,7 @@ from ..labelled import human_labels, judge_inputs, labelled_rows
 from ..models import detector as D
 from ..models.classifier import EVALUATION, MANIFEST, TRAIN_CONF, config_path
 from ..models.probe import MANIFEST as PROBE_MANIFEST
+from ..templates import render
 from ..models.encoders import load_classifier, logits_of, resolve_encoder, softmax, tokenize, weights_sha256
 from ..paths import JUDGES_DIR
 from ..judge.config import JudgeTrainConfig, training_settings
@@ -107,7 +108,22 @@ def carve(keys: list[str], labels: list[int], share: float, seed: int) -> np.nda
     return held
 
 
-def labelled(vs, data_root: str | None) -> Labelled:
+def row_classes(vs, rows: list[dict], classes: list[str], where: str) -> list[int]:
+    """Each row's class, as an index into `classes` (the set's `classes` template names it)."""
+    if vs.classes is None:
+        raise BenchmarkError(f"{where}: the judge has classes {classes}, and the set names no row's class (`classes:` "
+                             "in conf/judge_validation.yaml)")
+    out = []
+    for i, row in enumerate(rows):
+        name = render(vs.classes, row, f"{where}: classes").strip()
+        if name not in classes:
+            raise BenchmarkError(f"{where}: row {i}'s class {name!r} is not one of {classes}")
+        out.append(classes.index(name))
+    return out
+
+
+def labelled(vs, data_root: str | None, classes: list[str] = ()) -> Labelled:
+    """The set's training rows, labelled 0/1 by its `unsafe` template, or by their index in `classes`."""
     where = f"judge validation set {vs.name}: train"
     if vs.train is None:
         raise BenchmarkError(f"{where}: the set declares no training rows (`train:` in conf/judge_validation.yaml)")
@@ -120,8 +136,9 @@ def labelled(vs, data_root: str | None) -> Labelled:
         raise BenchmarkError(f"{where}: {vs.train.data.path} is not the file the shipped judges were trained on "
                              f"(its rows hash to {records_sha256(rows)}, not {vs.train.data.sha256})")
     inputs = judge_inputs(vs, rows, where)
+    labels = row_classes(vs, rows, list(classes), where) if classes else human_labels(vs, rows, where)
     examples = [Example(parts.get("context"), parts.get("response", ""), label)
-                for parts, label in zip(inputs, human_labels(vs, rows, where))]
+                for parts, label in zip(inputs, labels)]
     keys = [_row_key(row, parts) for row, parts in zip(rows, inputs)]
     held = carve(keys, [e.label for e in examples], vs.train.val_share, vs.train.val_seed)
     if len({e.label for e, h in zip(examples, held) if h}) < 2:
@@ -171,7 +188,9 @@ class Run:
                 raise BenchmarkError(f"encoder={name!r}: not a local folder and not loadable from the hub "
                                      f"({e})") from None
         self.with_context = any(e.context is not None for e in data.train)
-        self.gold = np.array([e.label for e in data.val])
+        self.classes = list(cfg.classes) or ["safe", "unsafe"]
+        self.gold_class = np.array([e.label for e in data.val])
+        self.gold = (self.gold_class > 0).astype(int)  # flagged: any class but the first
         self.log_file = open(out / "training_log.jsonl", "a", encoding="utf-8")  # a resumed training adds to it
 
     def _log(self, event: dict) -> None:
@@ -200,16 +219,17 @@ class Run:
                            self.with_context)
 
         def select(logits) -> float:
-            return float(average_precision_score(self.gold, softmax(logits)[:, 1]))
+            return float(average_precision_score(self.gold, 1 - softmax(logits)[:, 0]))
 
         fit = Trainer(settings, tokenizer, path, self._log, self._say).fit(
-            name, self.data.train, self.data.val, {0: "safe", 1: "unsafe"}, 1, select, self.out / name,
+            name, self.data.train, self.data.val, dict(enumerate(self.classes)), 1, select, self.out / name,
             score_name="val_auprc")
 
         model = load_classifier(self.out / name)
-        prob = softmax(logits_of(model, tokenizer, val_ids, cfg.batch_size * 2))[:, 1]
+        probs = softmax(logits_of(model, tokenizer, val_ids, cfg.batch_size * 2))
         return {"dir": name, "encoder": encoder, "lr": lr, "seed": seed, "best_epoch": fit["best_epoch"],
-                "val_auprc": round(fit["val_auprc"], 4), "epoch_seconds": [h["epoch_seconds"] for h in fit["history"]], "val_prob": prob}
+                "val_auprc": round(fit["val_auprc"], 4), "epoch_seconds": [h["epoch_seconds"] for h in fit["history"]],
+                "val_prob": 1 - probs[:, 0], "val_classes": probs}
 
 
 def train(name: str, overrides: list[str] = ()) -> Path:
@@ -234,8 +254,8 @@ def train(name: str, overrides: list[str] = ()) -> Path:
     for g in cfg.more_encoders:
         if not g.lr or not g.seeds:
             raise BenchmarkError(f"{config_path(name)}: more_encoders {g.encoder}: lr and seeds each need a value")
-    run = Run(cfg, labelled(vs, cfg.data_root), out)
-    tried, members, group_probs = [], [], []
+    run = Run(cfg, labelled(vs, cfg.data_root, cfg.classes), out)
+    tried, members, group_probs, group_classes = [], [], [], []
     for encoder, lrs, seeds in [(cfg.encoder, cfg.lr, cfg.seeds),
                                 *((g.encoder, g.lr, g.seeds) for g in cfg.more_encoders)]:
         these = [run.member(encoder, lr, seeds[0]) for lr in lrs]
@@ -243,10 +263,11 @@ def train(name: str, overrides: list[str] = ()) -> Path:
         group = [best] + [run.member(encoder, best["lr"], seed) for seed in seeds[1:]]
         tried, members = tried + these, members + group
         group_probs.append(np.mean([m["val_prob"] for m in group], axis=0))
+        group_classes.append(np.mean([m["val_classes"] for m in group], axis=0))
     prob = np.mean(group_probs, axis=0)
     threshold = best_threshold(run.gold, prob)
     run.log_file.close()
-    _finish(out, cfg, vs, run, tried, members, threshold, prob, settings)
+    _finish(out, cfg, vs, run, tried, members, threshold, prob, settings, np.mean(group_classes, axis=0))
     return out
 
 
@@ -265,20 +286,29 @@ def _start(out: Path, settings: dict, overwrite: bool) -> None:
     write_json(begun, settings)
 
 
-def _finish(out: Path, cfg, vs, run: Run, tried: list, members: list, threshold: float, prob, settings) -> None:
+def class_label(flagged: bool, probs) -> int:
+    """A judge of several classes: the first class where it does not flag, else the likeliest of the others."""
+    return 0 if not flagged else 1 + int(np.argmax(probs[1:]))
+
+
+def _finish(out: Path, cfg, vs, run: Run, tried: list, members: list, threshold: float, prob, settings,
+            class_probs) -> None:
     import torch
 
     keep = {m["dir"] for m in members}
     for m in tried:  # learning rates that lost are not part of the judge
         if m["dir"] not in keep:
             shutil.rmtree(out / m["dir"], ignore_errors=True)
-    plain = [{k: v for k, v in m.items() if k != "val_prob"} for m in members]
+    plain = [{k: v for k, v in m.items() if k not in ("val_prob", "val_classes")} for m in members]
     manifest = {
         "name": cfg.name, "set": vs.name, "encoder": cfg.encoder, "with_context": run.with_context,
         "max_length": cfg.max_length, "members": plain, "threshold": round(threshold, 6),
         "lr_tried": {(f"{m['lr']:g}" if m["encoder"] == cfg.encoder else f"{Path(m['encoder']).name} {m['lr']:g}"):
                      m["val_auprc"] for m in tried},
         "val": figures(run.gold, prob, threshold),
+        **({"classes": run.classes, "val_class_accuracy": round(float(np.mean(
+            [class_label(p >= threshold, c) == g for p, c, g in zip(prob, class_probs, run.gold_class)])), 4)}
+           if cfg.classes else {}),
         "weights_sha256": weights_sha256(out),
         "train_records": len(run.data.train), "val_records": len(run.data.val),
         "train_seconds": round(sum(s for m in {m["dir"]: m for m in tried + members}.values()

@@ -36,7 +36,7 @@ def judgement_problems(step, judgement, tie_policy: str, at: str) -> list[Proble
 
 def panel_problems(steps, judgements, verdict, tie_policy: str, at: str, none: str) -> list[Problem]:
     """The verdict of one judged item against its judgements: every step in order until one flags (none after it),
-    and the verdict is that step's name, or `none` when no step flagged."""
+    and the verdict is that step's name, or `none` when no step flagged or a veto step did."""
     if not isinstance(judgements, dict):
         return [(f"{at}.judgements", "is not a {step: judgement} object")]
     names = [s.name for s in steps]
@@ -54,7 +54,7 @@ def panel_problems(steps, judgements, verdict, tie_policy: str, at: str, none: s
             later = [n for n in names[i + 1:] if n in judgements]
             if later:
                 return [(f"{at}.judgements.{later[0]}", f"a step after {step.name}, which flagged it, never judges it")]
-            expected = step.name
+            expected = none if getattr(step.spec, "veto", False) else step.name
             break
     if verdict != expected:
         return [(f"{at}.verdict", f"{verdict!r} is not what its judgements give: {expected!r}")]

@@ -53,6 +53,9 @@ class Backend:
     # a classifier's verdict fields (classify's answers): a submitted verdict holding any other field is refused, so
     # nothing a submitter adds can be read before the backend's own fields (None: this backend gives no verdicts)
     verdict_fields: frozenset[str] | None = None
+    # what a classifier's flag says of a text: harm (unsafe) or refusal (the reply refuses); it is measured on the
+    # labelled sets that label the same (conf/judge_validation.yaml: measures)
+    measures: str = "harm"
 
     @classmethod
     def stray_fields(cls, cfg) -> list[str]:

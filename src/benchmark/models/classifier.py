@@ -84,8 +84,11 @@ class Classifier:
         self.batch_size = batch_size
 
     def probabilities(self, inputs: list[dict]) -> np.ndarray:
-        if not inputs:
-            return np.zeros(0)
+        """P(flagged) per input: the probability of every class but the first (a two-class judge's: unsafe)."""
+        return 1 - self.class_probabilities(inputs)[:, 0] if inputs else np.zeros(0)
+
+    def class_probabilities(self, inputs: list[dict]) -> np.ndarray:
+        """Each class's probability per input: the mean over encoders of the mean of each encoder's members."""
         pairs, with_context = parts(inputs, self.manifest["with_context"]), self.manifest["with_context"]
         ids: dict[str, list] = {}
         groups: dict[str, list] = {}  # encoder -> its members' probabilities
@@ -94,7 +97,7 @@ class Classifier:
             if key not in ids:
                 ids[key] = tokenize(tokenizer, pairs, self.manifest["max_length"], with_context)
             groups.setdefault(member_encoder(self.manifest, member), []).append(
-                softmax(logits_of(model, tokenizer, ids[key], self.batch_size))[:, 1])
+                softmax(logits_of(model, tokenizer, ids[key], self.batch_size)))
         return np.mean([np.mean(g, axis=0) for g in groups.values()], axis=0)  # one vote per encoder, as trained
 
 

@@ -19,6 +19,7 @@ BUILTIN = {
     "trained-classifier": "benchmark.models.classifier:TrainedClassifier",
     "llm-probe": "benchmark.models.probe:LLMProbe",
     "keywords": "benchmark.models.keywords:Keywords",
+    "reply-refusal": "benchmark.models.refusal:ReplyRefusal",
     "replay": "benchmark.models.replay:Replay",
 }
 ENTRY_POINTS = "benchmark.backends"

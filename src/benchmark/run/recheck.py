@@ -54,7 +54,7 @@ def recheck(p, backends: dict, cache_path: Path, size: int, seed: int) -> dict:
         for key, judge in judges.items():
             if not judge.supports("classify"):
                 continue
-            for vs in sets_for(cfg.task.language):
+            for vs in sets_for(cfg.task.language, type(judge.backend).measures):
                 recorded = record.find("judge", judge_key(judge), vs)
                 if recorded is None:
                     continue

@@ -43,7 +43,7 @@ def judge_facts(judge: CachedModel, cfg) -> dict:
     if not cfg.judge_validity:
         return {**facts, "measured": NOT_MEASURED}
     asked = CachedModel(judge.backend, judge.sha, judge.cache, judge.config, judge.seed)  # not the run's judge calls
-    sets = sets_for(cfg.task.language)
+    sets = sets_for(cfg.task.language, type(judge.backend).measures)
     unread = {vs.name: f"not measured: {why}" for vs in sets
               if (why := type(judge.backend).unreadable_set(judge.config, vs.input)) is not None}
     measured = measure(asked, cfg.data_root, cfg.bootstrap, cfg.seed, [vs for vs in sets if vs.name not in unread],
@@ -52,10 +52,11 @@ def judge_facts(judge: CachedModel, cfg) -> dict:
 
 
 def facts_outdated(facts: dict, cfg) -> bool:
-    """A run's recorded judge facts were measured on other sets than its task's language has now (a set declared or
-    withdrawn since): they are measured again. By the sets' names only: a set changed under its name is not seen."""
-    names = [vs.name for vs in sets_for(cfg.task.language)]
-    return bool(cfg.judge_validity) and any(isinstance(f.get("measured"), dict) and list(f["measured"]) != names
+    """A run's recorded judge facts were measured on other sets than its task's language has now for a judge of harm or
+    of refusal (a set declared or withdrawn since): they are measured again. By the sets' names only: a set changed
+    under its name is not seen."""
+    lists = [[vs.name for vs in sets_for(cfg.task.language, measures)] for measures in ("harm", "refusal")]
+    return bool(cfg.judge_validity) and any(isinstance(f.get("measured"), dict) and list(f["measured"]) not in lists
                                             for f in facts.values())
 
 

@@ -15,7 +15,7 @@ from .. import metrics as M
 from ..identity import records_sha256, sha256_json
 from ..kinds.judging import NEAR_BOUNDARY, near_boundary, run_panel
 from ..data import local_file
-from ..labelled import absent_file, human_labels, judge_inputs, labelled_rows, validation_sets
+from ..labelled import absent_file, human_labels, judge_inputs, labelled_rows, set_files, validation_sets
 from ..models.registry import backend_class
 from ..models.requests import Classify
 from ..templates import render
@@ -47,9 +47,11 @@ def sets_named() -> dict:
     return {vs.name: vs for vs in validation_sets()}
 
 
-def sets_for(language: str) -> tuple:
-    """The sets a judge of a task in this language is measured on."""
-    return tuple(vs for vs in validation_sets() if language == MULTILINGUAL or vs.language == language)
+def sets_for(language: str, measures: str | None = None) -> tuple:
+    """The sets a judge of a task in this language is measured on (`measures`: those that label what its flag says,
+    harm or refusal; None: every set)."""
+    return tuple(vs for vs in validation_sets() if (language == MULTILINGUAL or vs.language == language)
+                 and measures in (None, vs.measures))
 
 
 def record_key(config, config_sha256: str) -> str | None:
@@ -80,8 +82,7 @@ _HASHED: dict = {}  # (set, its files' paths, sizes and change times) -> the has
 
 def _rows_sha256(vs, data_root: str | None) -> str:
     """The hash of a set's rows here, read once per state of its files (every judge of a run asks it)."""
-    paths = [local_file(data_root, rel, vs.name)[0]
-             for rel in [vs.data.path] + ([vs.data.join.path] if vs.data.join is not None else [])]
+    paths = [local_file(data_root, rel, vs.name)[0] for rel in set_files(vs)]
     state = (set_sha256(vs), vs.name, tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in paths))
     if state not in _HASHED:
         _HASHED[state] = records_sha256(labelled_rows(vs, data_root))

@@ -1,0 +1,137 @@
+"""`python -m benchmark.judge score NAME --input IN.jsonl --output OUT.jsonl [key=value ...]`: a judge of the suite
+(a model config of conf/model that classifies: reply-harm, reply-refusal, …) on rows of your own. Each input line
+is `{"id", "request", "response"[, "language"]}`; each output line `{"id", "flagged", "score"}`, plus `label` for a
+judge that labels (reply-refusal: full_compliance, partial_refusal or full_refusal). `language` is checked and kept
+out of the judge's input: the shipped judges read every language alike (reply-refusal's phrase lists hold all of
+them at once). The judge's content is pinned
+and checked as a run checks it; answers go through the response cache, so scoring the same rows again is free.
+With `--labels FIELD` the input rows carry people's labels (0/1, or true/false) in FIELD, and the command prints
+the judge's agreement with them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import BenchmarkError
+from ..cache import ResponseCache
+from ..composition import compose
+from ..identity import model_sha256
+from ..models import load_backend, pin_content
+from ..models.cached import CachedModel, Failure
+from ..models.requests import Classify
+
+MAX_LINE = 1 << 20  # bytes: a row longer than this is refused, not read into memory whole
+FIELDS = ("id", "request", "response", "language")
+
+
+@dataclass
+class Row:
+    id: str
+    request: str
+    response: str
+    language: str | None
+    label: int | None  # people's label, where --labels names its field
+
+
+def read_rows(path: Path, labels: str | None) -> list[Row]:
+    """The input file's rows; a bad line is named by its number and what is wrong with it."""
+    if not path.is_file():
+        raise BenchmarkError(f"--input {path}: no such file")
+    rows, seen = [], set()
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            where = f"{path}, line {number}"
+            if len(raw) > MAX_LINE:
+                raise BenchmarkError(f"{where}: longer than {MAX_LINE:,} bytes")
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise BenchmarkError(f"{where}: not a JSON object ({e})") from None
+            if not isinstance(row, dict):
+                raise BenchmarkError(f"{where}: not a JSON object")
+            for key in ("id", "request", "response"):
+                if not isinstance(row.get(key), (str, int)) or isinstance(row.get(key), bool):
+                    raise BenchmarkError(f"{where}: {key!r} is missing or not a string")
+            if str(row["id"]) in seen:
+                raise BenchmarkError(f"{where}: id {row['id']!r} appears twice")
+            seen.add(str(row["id"]))
+            language = row.get("language")
+            if language is not None and not isinstance(language, str):
+                raise BenchmarkError(f"{where}: 'language' is not a string")
+            label = None
+            if labels is not None:
+                value = row.get(labels)
+                if value not in (0, 1, True, False) or isinstance(value, float):
+                    raise BenchmarkError(f"{where}: {labels!r} is {value!r}, not 0, 1, true or false")
+                label = int(value)
+            rows.append(Row(str(row["id"]), str(row["request"]), str(row["response"]), language, label))
+    if not rows:
+        raise BenchmarkError(f"--input {path}: no rows")
+    return rows
+
+
+def judge_of(name: str, overrides: list[str]) -> CachedModel:
+    cfg = compose([f"model={name}", *overrides])
+    config = cfg.model
+    pin_content(config, cfg.data_root)
+    sha = model_sha256(config)
+    backend = load_backend(config, cfg.allow_remote_code, cfg.data_root)
+    judge = CachedModel(backend, sha, ResponseCache(cfg.cache_dir), config, cfg.seed)
+    if not judge.supports("classify"):
+        raise BenchmarkError(f"model {name}: backend {config.backend} does not classify; name a judge (a classifier "
+                             "model config: reply-harm, reply-refusal, …)")
+    return judge
+
+
+def scored(judge: CachedModel, rows: list[Row]) -> list[dict]:
+    answers = judge.classify([Classify({"context": r.request, "response": r.response}) for r in rows])
+    out = []
+    for row, answer in zip(rows, answers):
+        if isinstance(answer, Failure):
+            out.append({"id": row.id, "error": answer.error})
+            continue
+        line = {"id": row.id, "flagged": bool(answer["unsafe"]), "score": answer.get("score")}
+        if "label" in answer:
+            line["label"] = answer["label"]
+        out.append(line)
+    return out
+
+
+def agreement(rows: list[Row], lines: list[dict]) -> dict:
+    """Accuracy, and the share of each label's rows the judge flags, against people's labels."""
+    pairs = [(r.label, line["flagged"]) for r, line in zip(rows, lines) if "flagged" in line]
+    n = len(pairs)
+    yes = [f for y, f in pairs if y == 1]
+    no = [f for y, f in pairs if y == 0]
+    return {"n": n, "accuracy": round(sum(int(f) == y for y, f in pairs) / n, 4) if n else math.nan,
+            "flagged_of_positive": round(sum(yes) / len(yes), 4) if yes else None,
+            "flagged_of_negative": round(sum(no) / len(no), 4) if no else None}
+
+
+def main(argv: list[str]) -> str:
+    parser = argparse.ArgumentParser(prog="python -m benchmark.judge score",
+                                     description="Judge your own rows of requests and replies with a suite judge.")
+    parser.add_argument("name", help="a judge's model config (conf/model/NAME.yaml): reply-harm, reply-refusal, …")
+    parser.add_argument("--input", required=True, type=Path, help="JSON lines: {id, request, response[, language]}")
+    parser.add_argument("--output", required=True, type=Path, help="JSON lines: {id, flagged, score[, label]}")
+    parser.add_argument("--labels", help="a field of the input rows holding people's 0/1 labels: print agreement")
+    parser.add_argument("overrides", nargs="*", help="key=value settings (data_root=, cache_dir=, model.*=)")
+    args = parser.parse_intermixed_args(argv)
+    rows = read_rows(args.input, args.labels)
+    lines = scored(judge_of(args.name, args.overrides), rows)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    failed = sum("error" in line for line in lines)
+    said = f"{len(lines) - failed} rows judged by {args.name} -> {args.output}"
+    if failed:
+        said += f" ({failed} failed: their lines say why)"
+    if args.labels:
+        said += "\n" + json.dumps(agreement(rows, lines))
+    return said
