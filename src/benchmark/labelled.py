@@ -124,10 +124,12 @@ def measured_in(languages: list[str], steps, procedure: str | None = None, outco
                 out[lang][step.name] = NOT_MEASURED
             elif step.type == "classifier":  # on the sets that give every part it reads (models.unreadable_set)
                 measures = "refusal" if getattr(step.spec, "veto", False) else "harm"  # a veto step's judge: refusal
-                alone = [vs.name for vs in here if set(step.spec.input) <= set(vs.input) and vs.measures == measures]
-                out[lang][step.name] = alone or ("not measured: no labelled set in this language" if not here else
-                                                 f"not measured: no labelled set in this language gives "
-                                                 f"{' and '.join(sorted(step.spec.input))}")
+                kin = [vs for vs in here if vs.measures == measures]
+                alone = [vs.name for vs in kin if set(step.spec.input) <= set(vs.input)]
+                out[lang][step.name] = alone or (
+                    "not measured: no labelled set in this language" if not here else
+                    f"not measured: no labelled set of {measures} in this language" if not kin else
+                    f"not measured: no labelled set in this language gives {' and '.join(sorted(step.spec.input))}")
             elif isinstance(outcome, str):
                 out[lang][step.name] = outcome
             elif together:

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 import numpy as np
-from omegaconf import OmegaConf
+from omegaconf import MISSING, OmegaConf
 
 from .. import BenchmarkError, metrics as M
+from ..config import ADDED
 from ..labelled import measured_in
 from ..models.cached import Failure
 from ..models.requests import Generate, Replay
@@ -24,6 +25,15 @@ from .base import Kind, Roles, slug
 from .common import RefusalPhrases, plain, render_messages, variables
 from .derived import panel_problems, votes_of
 from .judging import JudgeStepConfig, JudgingValidation, check_tie, describe_step, make_step, run_panel
+
+
+@dataclass
+class BesideConfig:
+    """Judging steps run beside the task's own on every response, deciding nothing: their rate ({name}_{metric}) is
+    shown beside the headline (the seed's judges keep it; another panel's reading of the same responses sits next)."""
+
+    name: str = MISSING
+    judges: List[JudgeStepConfig] = field(default_factory=list)
 
 
 @dataclass
@@ -39,9 +49,10 @@ class AttackConfig:
     validation: Optional[JudgingValidation] = None  # the judging steps against human labels: a corrected rate
     # {group_by field: value}: each group's rate minus that group's (e.g. {language: en}), with an interval
     gap_to: Dict[str, str] = field(default_factory=dict)
+    beside: Optional[BesideConfig] = field(default=None, metadata=ADDED)
 
 NONE = "none"  # the verdict of a response that no step flagged
-RESPONSE_FIELDS = frozenset({"text", "verdict", "refusal", "judgements"})  # what a sample records of each response
+RESPONSE_FIELDS = frozenset({"text", "verdict", "refusal", "judgements", "beside"})  # what a sample records of each response
 PLACEHOLDER = "<the model's response>"  # where a preview shows a judge the response
 
 
@@ -66,8 +77,11 @@ class Attack(Kind):
         self.task, self.spec = task, spec
         self.k = spec.samples
         self.steps = [make_step(s, task.name) for s in spec.judges]
-        self.judge_steps = [s.name for s in self.steps]
-        for step in self.steps:
+        self.beside = [make_step(s, task.name) for s in spec.beside.judges] if spec.beside is not None else []
+        if spec.beside is not None and not self.beside:
+            raise BenchmarkError(f"{where}.beside.judges: name at least one judging step")
+        self.judge_steps = [s.name for s in self.steps + self.beside]
+        for step in self.steps + self.beside:
             if step.sees != "turn":
                 raise BenchmarkError(f"{step.where}.sees={step.sees!r}: a single response has no conversation; only "
                                      "a dialogue attack's steps may see one")
@@ -103,10 +117,18 @@ class Attack(Kind):
             if "refusal" in r and r["refusal"] is not self.refusal(r["text"]):
                 problems.append((f"{at}.refusal", f"{r['refusal']!r} is not what the text gives"))
             problems += panel_problems(self.steps, r.get("judgements"), r.get("verdict"), self.spec.tie, at, NONE)
+            if self.beside or "beside" in r:
+                beside = r.get("beside")
+                if not self.beside or not isinstance(beside, dict) or set(beside) != {"verdict", "judgements"}:
+                    problems.append((f"{at}.beside", "is not the task's beside panel's {verdict, judgements}"
+                                     if self.beside else "the task has no beside panel"))
+                else:
+                    problems += panel_problems(self.beside, beside["judgements"], beside["verdict"], self.spec.tie,
+                                               f"{at}.beside", NONE)
         return problems
 
     def describe_step(self, name: str) -> dict:
-        return describe_step(next(s for s in self.steps if s.name == name))
+        return describe_step(next(s for s in self.steps + self.beside if s.name == name))
 
     @property
     def max_new_tokens(self) -> int | None:
@@ -212,6 +234,7 @@ class Attack(Kind):
         items = {(i, j): {**variables(self.task, records[i]), "response": text}
                  for i, rs in enumerate(responses) if isinstance(rs, list) for j, text in enumerate(rs)}
         found = run_panel(self.steps, roles.judges, items, self.spec.tie, errors)
+        beside = run_panel(self.beside, roles.judges, items, self.spec.tie, errors) if self.beside else {}
         samples = []
         for i, (record, rs) in enumerate(zip(records, responses)):
             sample = {"id": record["id"], "input": {k: v for k, v in record.items() if k != "id"},
@@ -223,7 +246,9 @@ class Attack(Kind):
                 sample["error"] = errors.get(i)
                 sample["responses"] = [
                     {"text": text, "verdict": found[(i, j)].step or NONE, "refusal": self.refusal(text),
-                     "judgements": found[(i, j)].judgements}
+                     "judgements": found[(i, j)].judgements,
+                     **({"beside": {"verdict": beside[(i, j)].step or NONE, "judgements": beside[(i, j)].judgements}}
+                        if self.beside else {})}
                     for j, text in enumerate(rs)]
             samples.append(sample)
         return samples
@@ -232,15 +257,19 @@ class Attack(Kind):
     def _rates(self, samples: list[dict], resamples: int, seed: int, suffix: str = "") -> dict:
         n = np.array([len(s["responses"]) for s in samples])
         vetoes = [s.name for s in self.steps if s.spec.veto]
-        flagged = {step: np.array([sum(r["verdict"] == step for r in s["responses"]) for s in samples])
-                   for step in self.judge_steps if step not in vetoes}
+        flagged = {step.name: np.array([sum(r["verdict"] == step.name for r in s["responses"]) for s in samples])
+                   for step in self.steps if step.name not in vetoes}
         metrics = {f"{self.metric}{suffix}": M.point_and_ci(M.ratio, sum(flagged.values()), n, 0, resamples, seed)}
         if len(flagged) > 1:
             for step, counts in flagged.items():
                 metrics[f"{step}_{self.metric}{suffix}"] = M.point_and_ci(M.ratio, counts, n, 0, resamples, seed)
-        for step in vetoes:  # what a veto step cleared (a refusal judge: the refusal rate it measured)
-            cleared = np.array([sum(bool(r["judgements"].get(step, {}).get("flagged")) for r in s["responses"])
-                                for s in samples])
+        if self.beside:  # the other panel's rate, deciding nothing
+            beside = np.array([sum(r["beside"]["verdict"] != NONE for r in s["responses"]) for s in samples])
+            metrics[f"{self.spec.beside.name}_{self.metric}{suffix}"] = M.point_and_ci(M.ratio, beside, n, 0,
+                                                                                      resamples, seed)
+        for step in vetoes + [s.name for s in self.beside if s.spec.veto]:  # what a veto step cleared
+            cleared = np.array([sum(bool({**r["judgements"], **r.get("beside", {}).get("judgements", {})}.get(
+                step, {}).get("flagged")) for r in s["responses"]) for s in samples])
             metrics[f"{step}_rate{suffix}"] = M.point_and_ci(M.ratio, cleared, n, 0, resamples, seed)
         votes = [[v for r in s["responses"] for j in r["judgements"].values() for v in j["votes"].values()]
                  for s in samples]  # per record, every judge's vote on its responses
@@ -275,12 +304,16 @@ class Attack(Kind):
                         "failed": sum(1 for s in samples if s.get("error"))},
             "responses": int(n.sum()),
             "samples_per_record": self.k,
-            "judging": f"steps in order, the first that flags a response decides: {' -> '.join(self.judge_steps)}"
-                       + "".join(f"; {s.name} clears what it flags (not unsafe)" for s in self.steps if s.spec.veto),
+            "judging": f"steps in order, the first that flags a response decides: "
+                       f"{' -> '.join(step.name for step in self.steps)}"
+                       + "".join(f"; {step.name} clears what it flags (not unsafe)" for step in self.steps
+                                 if step.spec.veto)
+                       + (f"; beside, deciding nothing ({self.spec.beside.name}): "
+                          f"{' -> '.join(step.name for step in self.beside)}" if self.beside else ""),
             "ties": {step: sum(1 for s in scored for r in s["responses"]
                                if r["judgements"].get(step, {}).get("tie"))
-                     for step in self.judge_steps},
-            "agreement": {step: agreement(scored, step) for step in self.judge_steps},
+                     for step in (step.name for step in self.steps)},
+            "agreement": {step.name: agreement(scored, step.name) for step in self.steps},
         }
         for by in self.task.group_by:
             groups = {}
