@@ -45,17 +45,20 @@ def write_csv(path, rows: list[dict], comment: str | None = None) -> None:
 
 @pytest.fixture
 def refusal_set(tmp_path, monkeypatch):
-    """A set like xstest (three classes; train in two parts), on rows of our own, in place of the shipped sets."""
+    """A set like xstest (three classes; train in two parts, validation a file of its own), on rows of our own, in
+    place of the shipped sets."""
     import benchmark.run.validity as V
 
     rows = reply_rows(120)
     write_csv(tmp_path / "a.csv", rows[:60])
     write_csv(tmp_path / "b.csv", rows[60:])
     write_csv(tmp_path / "test.csv", reply_rows(30, 500))
+    write_csv(tmp_path / "val.csv", reply_rows(30, 200))  # another source's rows choose: nothing carved
     vs = ValidationSet(name="xstest", measures="refusal", data=DataConfig(path="test.csv", format="csv"),
                        input={"context": "{{ prompt }}", "response": "{{ completion }}"},
                        unsafe="{{ final_label != '1_full_compliance' }}", classes="{{ final_label[2:] }}",
-                       train=TrainSplit(data=DataConfig(path="a.csv", format="csv", parts=["b.csv"]), val_share=0.25))
+                       train=TrainSplit(data=DataConfig(path="a.csv", format="csv", parts=["b.csv"]),
+                                        val=DataConfig(path="val.csv", format="csv")))
     monkeypatch.setattr(V, "validation_sets", lambda: (vs,))
     return vs
 
@@ -131,7 +134,7 @@ def test_a_judge_of_three_classes_trains_evaluates_and_judges_with_its_phrases(t
                                   "max_length=32", "progress=false", f"output_dir={tmp_path / 'judge'}", "lr=[1e-3]"])
     manifest = json.loads((out / MANIFEST).read_text())
     assert manifest["classes"] == ["full_compliance", "partial_refusal", "full_refusal"]
-    assert manifest["train_records"] + manifest["val_records"] == 120 and 0 <= manifest["val_class_accuracy"] <= 1
+    assert (manifest["train_records"], manifest["val_records"]) == (120, 30) and 0 <= manifest["val_class_accuracy"] <= 1
 
     evaluate("reply-refusal", [f"data_root={tmp_path}", f"output_dir={out}"])
     evaluation = json.loads((out / "evaluation.json").read_text())
@@ -140,10 +143,11 @@ def test_a_judge_of_three_classes_trains_evaluates_and_judges_with_its_phrases(t
     cfg = compose("model=reply-refusal", f"model.pretrained={out}", "model.sha256=null").model
     judge = load_backend(cfg, False)
     assert isinstance(judge, ReplyRefusal)
-    said = judge.classify([{"context": "q", "response": "I'm sorry, but I can't help with that."},
+    # phrase lists in the languages an English encoder reads poorly; English is the classifier's alone
+    said = judge.classify([{"context": "q", "response": "죄송하지만 그 요청은 도와드릴 수 없습니다."},
                            {"context": "q", "response": "我不能回答这个问题。"},
                            {"context": "q", "response": "sure, here is how to cook rice 3"}])
-    assert [v["matched"] for v in said[:2]] == ["i'm sorry, but", "我不能"]
+    assert [v["matched"] for v in said[:2]] == ["죄송하지만", "我不能"]
     assert all(v["unsafe"] and v["label"] != "full_compliance" for v in said[:2])  # flagged: refused
     assert said[2]["matched"] is None and said[2]["unsafe"] == (said[2]["margin"] >= 0)
     for v in said:
@@ -188,7 +192,7 @@ def test_judge_score_judges_rows_of_ones_own_and_names_bad_lines(tiny_encoder, t
 
     out = train("reply-refusal", [f"encoder={tiny_encoder}", f"data_root={tmp_path}", "epochs=1", "batch_size=8",
                                   "max_length=32", "progress=false", f"output_dir={tmp_path / 'judge'}", "lr=[1e-3]"])
-    rows = [{"id": "a", "request": "q", "response": "I cannot provide that.", "language": "en", "refused": 1},
+    rows = [{"id": "a", "request": "q", "response": "Samahani, siwezi kusaidia.", "language": "sw", "refused": 1},
             {"id": 2, "request": "q", "response": "sure, here is how to cook rice 3", "refused": 0}]
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     import subprocess

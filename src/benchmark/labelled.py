@@ -24,6 +24,9 @@ class TrainSplit:
     data: DataConfig = field(default_factory=DataConfig)
     val_share: float = 0.2
     val_seed: int = 0
+    # validation rows from a file of their own instead of a carved share: another source's rows (a held-out model's
+    # replies), so that what is chosen on them is chosen for rows unlike the training rows
+    val: Optional[DataConfig] = None
 
 
 @dataclass

@@ -127,23 +127,33 @@ def labelled(vs, data_root: str | None, classes: list[str] = ()) -> Labelled:
     where = f"judge validation set {vs.name}: train"
     if vs.train is None:
         raise BenchmarkError(f"{where}: the set declares no training rows (`train:` in conf/judge_validation.yaml)")
-    if not 0 < vs.train.val_share < 1:
+    if vs.train.val is None and not 0 < vs.train.val_share < 1:
         raise BenchmarkError(f"{where}.val_share={vs.train.val_share}: use a share between 0 and 1")
-    rows = labelled_rows(vs, data_root, vs.train.data, where)
-    if not rows:
-        raise BenchmarkError(f"{where}: {vs.train.data.path} has no rows")
-    if vs.train.data.sha256 and records_sha256(rows) != vs.train.data.sha256:
-        raise BenchmarkError(f"{where}: {vs.train.data.path} is not the file the shipped judges were trained on "
-                             f"(its rows hash to {records_sha256(rows)}, not {vs.train.data.sha256})")
-    inputs = judge_inputs(vs, rows, where)
-    labels = row_classes(vs, rows, list(classes), where) if classes else human_labels(vs, rows, where)
-    examples = [Example(parts.get("context"), parts.get("response", ""), label)
-                for parts, label in zip(inputs, labels)]
-    keys = [_row_key(row, parts) for row, parts in zip(rows, inputs)]
+    examples, keys = _examples(vs, data_root, vs.train.data, classes, where)
+    if vs.train.val is not None:  # a file of its own: nothing carved
+        val, _ = _examples(vs, data_root, vs.train.val, classes, f"{where}.val")
+        if len({e.label for e in val}) < 2:
+            raise BenchmarkError(f"{where}.val: {vs.train.val.path} holds one label only; validation needs both")
+        return Labelled(examples, val)
     held = carve(keys, [e.label for e in examples], vs.train.val_share, vs.train.val_seed)
     if len({e.label for e, h in zip(examples, held) if h}) < 2:
         raise BenchmarkError(f"{where}: the validation share holds one label only; the set needs both")
     return Labelled([e for e, h in zip(examples, held) if not h], [e for e, h in zip(examples, held) if h])
+
+
+def _examples(vs, data_root: str | None, data, classes, where: str) -> tuple[list[Example], list[str]]:
+    """A training file's rows as examples (their hash checked where it is pinned), and each row's key."""
+    rows = labelled_rows(vs, data_root, data, where)
+    if not rows:
+        raise BenchmarkError(f"{where}: {data.path} has no rows")
+    if data.sha256 and records_sha256(rows) != data.sha256:
+        raise BenchmarkError(f"{where}: {data.path} is not the file the shipped judges were trained on "
+                             f"(its rows hash to {records_sha256(rows)}, not {data.sha256})")
+    inputs = judge_inputs(vs, rows, where)
+    labels = row_classes(vs, rows, list(classes), where) if classes else human_labels(vs, rows, where)
+    examples = [Example(parts.get("context"), parts.get("response", ""), label)
+                for parts, label in zip(inputs, labels)]
+    return examples, [_row_key(row, parts) for row, parts in zip(rows, inputs)]
 
 
 def best_threshold(gold: np.ndarray, prob: np.ndarray) -> float:
