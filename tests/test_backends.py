@@ -150,5 +150,6 @@ def test_each_backend_declares_its_kind_and_the_fields_its_shipped_configs_set(c
     assert {name: model_kind(name) for name in BUILTIN} == {
         "hf": "LLM", "vllm": "LLM", "local-chat-completions": "LLM", "llama-cpp": "LLM", "profanity-check": "classifier",
         "detoxify": "classifier", "diasafety-detector": "classifier", "trained-classifier": "classifier",
+        "reply-refusal": "classifier",
         "llm-probe": "classifier", "keywords": "classifier", "replay": "recorded answers"}
     assert model_kind("lm-eval:anything") == "LLM" and model_kind("not-installed") == "other"

@@ -47,12 +47,12 @@ def test_the_card_carries_each_judges_measured_quality(compose, chatbot_root):  
         assert diasafety["n"] == 12 and diasafety["sha256_matches"] is False  # the fixture, not the released split
         assert set(diasafety) >= {"precision", "recall", "specificity", "f1", "macro_f1"}
         assert judge["measured"]["toxic_chat"].startswith("not measured: ")
-    assert card["run"]["judge_calls"] == {"utterance": 6, "context": 16}  # measuring is not judging
+    assert card["run"]["judge_calls"] == {"utterance": 6, "context": 16, "refused": 24, "harm": 16}  # not measuring
     # judges.json lost: the finished run measures its judges again, from the cache, and asks no model
     (path.parent / "judges.json").unlink()
     again, _ = replay_run(compose, chatbot_root)
     assert again["judges"] == card["judges"] and again["run"]["model_calls"] == 0
-    assert again["run"]["judge_calls"] == {"utterance": 0, "context": 0}
+    assert set(again["run"]["judge_calls"].values()) == {0}
     # measured before a set was declared (its entry is absent): the run measures again, on the sets declared now
     facts = json.loads((path.parent / "judges.json").read_text())
     for f in facts.values():
@@ -153,8 +153,11 @@ def test_the_correction_needs_a_declared_youden_j_and_an_informative_interval():
 def test_a_judge_is_measured_on_the_sets_of_its_tasks_language_and_on_korean_humans_for_korean():
     from benchmark.run.validity import sets_for, validation_sets
 
-    assert [vs.name for vs in sets_for("en")] == ["diasafety", "toxic_chat"]
-    assert [vs.name for vs in sets_for("ko")] == ["kosbi"]
+    assert [vs.name for vs in sets_for("en", "harm")] == ["diasafety", "toxic_chat", "gptfuzz", "pyrit_objective"]
+    assert [vs.name for vs in sets_for("en", "refusal")] == ["xstest", "pyrit_refusal"]
+    assert [vs.name for vs in sets_for("en")] == ["diasafety", "toxic_chat", "gptfuzz", "xstest", "pyrit_refusal",
+                                                  "pyrit_objective"]
+    assert [vs.name for vs in sets_for("ko")] == ["kosbi", "square"]
     assert [vs.name for vs in sets_for("zh")] == ["safetybench_zh_dialogue"]
     assert [vs.name for vs in sets_for("multi")] == [vs.name for vs in validation_sets()]
     assert sets_for("th") == ()
