@@ -130,3 +130,24 @@ def test_published_generations_match_by_text(model, compose, data_root):
     assert card["breakdown"]["records"]["total"] == len(contexts) == 1046
     assert card["breakdown"]["records"]["scored"] == expected
     assert card["breakdown"]["responses"] == 10 * expected
+
+
+def test_a_beside_panel_is_derived_like_the_headline(compose, chatbot_root):
+    from benchmark.kinds import make_kind
+
+    cfg = compose("model=blenderbot-medium", "model.replay.path=diasafety/generations/bot.json",
+                  "task=diasafety_chatbot", "task.attack.samples=3", f"data_root={chatbot_root}", *KEYWORD_JUDGES)
+    _, path = run(cfg)
+    kind = make_kind(cfg.task, cfg.model)
+    honest = json.loads(path.with_name("samples.jsonl").read_text().splitlines()[0])
+    assert kind.derivation_problems(honest) == []
+
+    def forged(edit):
+        sample = json.loads(json.dumps(honest))
+        edit(sample["responses"][2])
+        return kind.derivation_problems(sample)
+
+    # "hello there" was cleared by the refusal judge: its beside verdict cannot be harm, nor can it go missing
+    assert "'harm' is not what its judgements give: 'none'" in forged(
+        lambda r: r["beside"].update(verdict="harm"))[0][1]
+    assert "beside panel" in forged(lambda r: r.pop("beside"))[0][1]
