@@ -147,16 +147,16 @@ def test_a_judge_of_three_classes_trains_evaluates_and_judges_with_its_phrases(t
     said = judge.classify([{"context": "q", "response": "죄송하지만 그 요청은 도와드릴 수 없습니다."},
                            {"context": "q", "response": "我不能回答这个问题。"},
                            {"context": "q", "response": "sure, here is how to cook rice 3"}])
-    assert [v["matched"] for v in said[:2]] == ["죄송하지만", "我不能"]
+    assert [v["phrase"] for v in said[:2]] == ["죄송하지만", "我不能"]
     assert all(v["unsafe"] and v["label"] != "full_compliance" for v in said[:2])  # flagged: refused
-    assert said[2]["matched"] is None and said[2]["unsafe"] == (said[2]["margin"] >= 0)
+    assert said[2]["phrase"] is None and said[2]["unsafe"] == (said[2]["margin"] >= 0)
     for v in said:
         assert ReplyRefusal.verdict_problem(cfg, v) is None
     # what no judge of refusals gives: a phrase matched and the reply not refused; a label the flag contradicts
     assert "not refused" in ReplyRefusal.verdict_problem(cfg, {**said[0], "unsafe": False, "label": "full_compliance"})
     assert "label full_compliance with refused True" in ReplyRefusal.verdict_problem(
         cfg, {**said[0], "label": "full_compliance"})
-    assert "not one of the judge's phrases" in ReplyRefusal.verdict_problem(cfg, {**said[0], "matched": "lol"})
+    assert "not one of the judge's phrases" in ReplyRefusal.verdict_problem(cfg, {**said[0], "phrase": "lol"})
 
 
 def test_a_veto_step_clears_what_it_flags_and_the_check_holds_cards_to_it():

@@ -133,7 +133,8 @@ class ClassifierStep(Step):
     """A classifier judge reads named parts of the response (`input`) and says unsafe or not."""
 
     type = "classifier"
-    vote_fields = frozenset({"flagged", "score", "margin"})
+    # label, phrase: a judge that labels what it flags (reply-refusal: its class, the phrase that decided)
+    vote_fields = frozenset({"flagged", "score", "margin", "label", "phrase"})
     reads_verdicts = True
 
     def __init__(self, spec, task_name: str):
@@ -151,6 +152,7 @@ class ClassifierStep(Step):
         vote = {"flagged": bool(out["unsafe"]), "score": out.get("score")}
         if out.get("margin") is not None:  # a trained judge's distance from its decision boundary
             vote["margin"] = out["margin"]
+        vote.update({k: out[k] for k in ("label", "phrase") if k in out})
         return vote
 
 
