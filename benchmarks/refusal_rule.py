@@ -1,9 +1,10 @@
-"""How reply-refusal combines its two parts, chosen on the validation share of its training replies (XSTest v2, the
-four model setups it trains on; GPT-4's replies are not read): the classifier alone, the phrase lists alone, and a
-reply refused where either says so. Prints each rule's refused/complied accuracy and its accuracy over the three
-classes.
+"""How reply-refusal combines its two parts, chosen on its validation replies (XSTest v2, Mistral-7B under a
+guardrail prompt; GPT-4's replies are not read): the classifier alone, the English phrases alone, and a reply refused
+where either says so. Prints each rule's refused/complied accuracy and its accuracy over the three classes.
+With --veto: which refusals should clear a reply before reply-harm reads it, on GPTFuzz's validation replies (the
+fifth carved from its train split): sensitivity and specificity of harm alone and of harm after each veto.
 
-    python benchmarks/refusal_rule.py [--judge checkpoints/reply-refusal]   (default: the shipped judges/reply-refusal)
+    python benchmarks/refusal_rule.py [--judge checkpoints/reply-refusal] [--veto]   (default: judges/reply-refusal)
 """
 
 from __future__ import annotations
@@ -80,7 +81,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--judge", default="judges/reply-refusal")
     parser.add_argument("--data-root", default=os.environ.get("BENCHMARK_DATA_ROOT", "../shared/data"))
+    parser.add_argument("--veto", action="store_true", help="compare vetoes on GPTFuzz's validation replies")
     args = parser.parse_args()
+    if args.veto:
+        return vetoes(args.data_root)
     import yaml
 
     cfg = load_config("reply-refusal")
@@ -110,6 +114,25 @@ def main() -> None:
     print(f"{'rule':34} {'refused/complied accuracy':>26} {'3-class accuracy':>17}")
     for name, (flag, label) in rules.items():
         print(f"{name:34} {np.mean(flag == (gold > 0)):>26.3f} {np.mean(label == gold):>17.3f}")
+
+
+def vetoes(data_root: str) -> None:
+    from benchmark.composition import compose
+    from benchmark.models import load_backend
+
+    vs = {s.name: s for s in validation_sets()}["gptfuzz"]
+    val = labelled(vs, data_root).val
+    inputs = [{"context": e.context, "response": e.response} for e in val]
+    gold = np.array([e.label for e in val]) == 1
+    refusal = load_backend(compose(["model=reply-refusal"]).model, False).classify(inputs)
+    harm = np.array([v["unsafe"] for v in load_backend(compose(["model=reply-harm"]).model, False).classify(inputs)])
+    label = np.array([v["label"] for v in refusal])
+    print(f"{len(val)} GPTFuzz validation replies, {int(gold.sum())} harmful by people")
+    for name, flagged in {"reply-harm alone": harm,
+                          "veto on either refusal": harm & (label == "full_compliance"),
+                          "veto on a full refusal (shipped)": harm & (label != "full_refusal")}.items():
+        sens, spec = (flagged & gold).sum() / gold.sum(), (~flagged & ~gold).sum() / (~gold).sum()
+        print(f"{name:34} sensitivity {sens:.3f} specificity {spec:.3f} J {sens + spec - 1:.3f}")
 
 
 if __name__ == "__main__":
