@@ -112,13 +112,15 @@ def _report(what: str, got) -> None:
 
 
 def measure(args: list[str]) -> str:
-    """Measure the named tasks' panels (default: recordable_tasks()) and write the record; what it wrote, in words."""
+    """Measure the named tasks' panels and add them to the record, or every recordable task's (recordable_tasks())
+    and remake the record from them; what it wrote, in words."""
     tasks = [a for a in args if "=" not in a]
     overrides = [a for a in args if "=" in a]
     known = {p.stem for p in TASKS_DIR.glob("*.yaml")}
     unknown = sorted(set(tasks) - known)
     if unknown:
         raise BenchmarkError(f"no task {unknown}; tasks: {', '.join(sorted(known))}")
+    whole = not tasks  # every task's panel: the record is remade, keeping nothing no task uses
     tasks = tasks or recordable_tasks()
     cfg = compose([f"task={tasks[0]}", *overrides])
     if not cfg.data_root:
@@ -134,7 +136,7 @@ def measure(args: list[str]) -> str:
             outcomes += measured(load_panel(task, overrides, cache, loaded), done)
     finally:
         cache.close()
-    return f"{len(outcomes)} outcomes of {len(tasks)} tasks' judges written to {write(outcomes)}"
+    return f"{len(outcomes)} outcomes of {len(tasks)} tasks' judges written to {write(outcomes, whole)}"
 
 
 def _pct(figure: dict) -> str:

@@ -125,10 +125,11 @@ def shipped() -> Record:
     return _parse(data, str(RECORD_FILE))
 
 
-def write(outcomes: list[Outcome]) -> Path:
+def write(outcomes: list[Outcome], whole: bool = False) -> Path:
     """The shipped record with these outcomes added (each replacing one of the same key), in a stable order; where
-    it is."""
-    merged = dict(shipped().outcomes)
+    it is. `whole`: these outcomes are the whole record (every shipped panel was measured), and nothing else is kept,
+    so no judge or procedure that no task uses any more stays in it."""
+    merged = {} if whole else dict(shipped().outcomes)
     for o in outcomes:  # a procedure several tasks share (a variant of a task) is named by all of them
         old = merged.get((o.kind, o.key, o.set_sha256))
         names = sorted({*(old.name.split(", ") if old is not None else []), *o.name.split(", ")})
