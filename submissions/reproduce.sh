@@ -13,12 +13,11 @@
 # on 2 CPU cores (less with two runs side by side, one core each): SmolLM2 answering diasafety_chatbot's 10,460
 # sampled responses about two and a half, Qwen-0.5B's cards about six (ricota 28 minutes, diasafety 12, toxicchat 66
 # with other work on the cores, diasafety_chatbot_k1 about 60, kosbi 30 and safetybench_zh 52 on one core each;
-# multijail_en_zh_ko_sw about 120: 89 answering, 30 judging by the harm probe on llama-cpp, and its verification
-# more, re-asking the judges 200 rows of each labelled set against judges/validity.json (before that record shipped,
-# verification measured the probe on all 4,664 labelled pairs from a fresh cache: about 80); the harm probe's own cards,
+# multijail_en_zh_ko_sw about 95: 89 answering, 2 judging by the judges of LLM replies, and its verification
+# more, re-asking the judges 200 rows of each labelled set against judges/validity.json; the harm probe's own cards,
 # diasafety 19 and kosbi 56, need llama-cpp), Qwen-1.5B's about eleven on llama.cpp (ricota 48 minutes, diasafety 47,
 # goal_direct_multijail 44, toxicchat 91, diasafety_chatbot_k1 91, safetybench_zh about 60, kosbi 80 and
-# multijail_en_zh_ko_sw about 195: 155 answering, 40 judging; on one core each beside another run) and its attack on
+# multijail_en_zh_ko_sw about 160: 155 answering, 2 judging; on one core each beside another run) and its attack on
 # SmolLM2 (toxicchat_qwen_attacker) 65. A machine whose CPU has AMX needs the llama.cpp build docs/running.md gives.
 #
 # Usage: submissions/reproduce.sh [MODEL/TASK ...]   (no argument: every card; otherwise only the cards named)

@@ -148,7 +148,10 @@ def test_a_judge_of_three_classes_trains_evaluates_and_judges_with_its_phrases(t
                            {"context": "q", "response": "我不能回答这个问题。"},
                            {"context": "q", "response": "sure, here is how to cook rice 3"}])
     assert [v["phrase"] for v in said[:2]] == ["죄송하지만", "我不能"]
-    assert all(v["unsafe"] and v["label"] == "full_refusal" for v in said[:2])  # flagged: fully refused
+    # a phrase refuses (full, where the classifier finds none); the judge flags a full refusal
+    assert all(v["label"] != "full_compliance" for v in said[:2])
+    assert all(v["unsafe"] is (v["label"] == "full_refusal") for v in said)
+    assert all(v["label"] == "full_refusal" for v in said[:2] if v["margin"] < 0)
     assert said[2]["phrase"] is None and said[2]["unsafe"] == (said[2]["label"] == "full_refusal")
     for v in said:
         assert ReplyRefusal.verdict_problem(cfg, v) is None

@@ -12,6 +12,7 @@ from .. import BenchmarkError
 from ..labelled import absent_file, human_labels, judge_inputs, labelled_rows
 from ..files import write_json
 from ..models.classifier import EVALUATION, Classifier, encoders
+from ..composition import compose
 from ..models.registry import backend_class
 from ..paths import CONF_DIR, SHIPPED, judge_folder
 from ..templates import render
@@ -37,8 +38,6 @@ def judge_backend(name: str, folder: Path):
     """The judge as tasks use it: its model config (conf/model/NAME.yaml, its phrases and settings) with the trained
     folder given; the classifier alone where no model config has the judge's name."""
     if (CONF_DIR / "model" / f"{name}.yaml").is_file():
-        from ..composition import compose
-
         cfg = compose([f"model={name}", f"model.pretrained={folder}", "model.sha256=null"])
         return backend_class(cfg.model)(cfg.model)
     return None

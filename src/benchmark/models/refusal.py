@@ -17,10 +17,12 @@ the harmful ones, a veto on full refusals 58% (benchmarks/refusal_rule.py --veto
 
 from __future__ import annotations
 
+from .. import BenchmarkError
 from ..paths import judge_folder
 from .classifier import MANIFEST, TrainedClassifier, read_manifest
 from .classifier import parts as encoder_parts
 from .encoders import tokenize
+from .usage import TOKENIZER, Usage
 
 CLASSES = ("full_compliance", "partial_refusal", "full_refusal")
 # a refusal is said up front: a phrase further into a reply is more often quoted, or a disclaimer after the answer
@@ -43,8 +45,6 @@ class ReplyRefusal(TrainedClassifier):
         self.phrases = [p.lower() for p in cfg.phrases]
         classes = self.judge.manifest.get("classes")
         if list(classes or ()) != list(CLASSES):
-            from .. import BenchmarkError
-
             raise BenchmarkError(f"model {cfg.name}: {cfg.pretrained} is a judge of classes {classes}, not "
                                  f"{list(CLASSES)}")
 
@@ -65,8 +65,6 @@ class ReplyRefusal(TrainedClassifier):
 
     def usage(self, requests, answers):
         manifest = self.judge.manifest
-        from .usage import TOKENIZER, Usage
-
         ids = tokenize(self.judge.tokenizers[0], encoder_parts([r.input for r in requests], manifest["with_context"]),
                        manifest["max_length"], manifest["with_context"])
         return [Usage(len(x), 0, TOKENIZER) for x in ids]
