@@ -20,9 +20,6 @@ from __future__ import annotations
 from .. import BenchmarkError
 from ..paths import judge_folder
 from .classifier import MANIFEST, TrainedClassifier, read_manifest
-from .classifier import parts as encoder_parts
-from .encoders import tokenize
-from .usage import TOKENIZER, Usage
 
 CLASSES = ("full_compliance", "partial_refusal", "full_refusal")
 # a refusal is said up front: a phrase further into a reply is more often quoted, or a disclaimer after the answer
@@ -62,12 +59,6 @@ class ReplyRefusal(TrainedClassifier):
             out.append({"unsafe": label == "full_refusal", "score": round(refused, 4), "margin": margin,
                         "label": label, "phrase": hit})
         return out
-
-    def usage(self, requests, answers):
-        manifest = self.judge.manifest
-        ids = tokenize(self.judge.tokenizers[0], encoder_parts([r.input for r in requests], manifest["with_context"]),
-                       manifest["max_length"], manifest["with_context"])
-        return [Usage(len(x), 0, TOKENIZER) for x in ids]
 
     @classmethod
     def verdict_problem(cls, cfg, verdict):
