@@ -15,7 +15,8 @@ from conftest import REPO
 from benchmark import BenchmarkError
 from benchmark.paths import JUDGES_DIR
 
-SHIPPED = {"diasafety-detector": "detector.json", "toxicchat-classifier": "judge.json", "harm-probe": "probe.json"}
+SHIPPED = {"diasafety-detector": "detector.json", "toxicchat-classifier": "judge.json", "harm-probe": "probe.json",
+           "reply-harm": "judge.json", "reply-refusal": "judge.json"}
 
 
 def test_the_shipped_judges_are_small_deltas_in_git():

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from .. import BenchmarkError
 from ..paths import judge_folder
+from .base import Reach
 from .classifier import MANIFEST, TrainedClassifier, read_manifest
 
 CLASSES = ("full_compliance", "partial_refusal", "full_refusal")
@@ -36,6 +37,7 @@ class ReplyRefusal(TrainedClassifier):
     answer_shape = "refusal-3-full"  # {"unsafe": fully refused, "score", "margin", "label", "phrase"}
     verdict_fields = frozenset({"unsafe", "score", "margin", "label", "phrase"})
     measures = "refusal"
+    requests_go = Reach.LOCAL  # its weights and phrases are on this machine
 
     def __init__(self, cfg, data_root: str | None = None):
         super().__init__(cfg, data_root)
