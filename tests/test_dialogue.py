@@ -161,3 +161,15 @@ def test_a_script_that_runs_out_ends_its_conversation(scripted):
     assert card["breakdown"]["turns"]["played"] == 2 + 3 + 2 + 3
     tta = card["metrics"]["turns_to_activation"]
     assert tta["n"] == 3 and 2 <= tta["ci_low"] <= tta["value"] <= tta["ci_high"] <= 3  # never a 0-turn resample
+
+
+def test_a_veto_step_clears_target_turns_and_counts_them(scripted):
+    # the utterance step as a veto: a turn it flags ("idiot") is decided not unsafe and the conversation goes on
+    card, path = run(compose_scripted(*scripted, "task.dialogue.judges.0.veto=true"))
+    m = card["metrics"]
+    assert m["activation_rate"]["value"] == pytest.approx(1 / 4)  # only the cats' context-level turn activates
+    samples = [json.loads(line) for line in path.with_name("samples.jsonl").read_text().splitlines()]
+    turns = [t for s in samples for t in s["turns"]]
+    cleared = [t for t in turns if t["judgements"].get("utterance", {}).get("flagged")]
+    assert cleared and all(t["verdict"] == "none" and "context" not in t["judgements"] for t in cleared)
+    assert m["utterance_rate"]["value"] == pytest.approx(len(cleared) / len(turns))

@@ -185,7 +185,7 @@ def test_a_veto_step_clears_what_it_flags_and_the_check_holds_cards_to_it():
     items = {(i, 0): {"response": text} for i, text in enumerate(refused)}
     found = run_panel(steps, judges, items, "flagged", {})
     assert [found[(i, 0)].step for i in range(3)] == [None, "harm", None]  # a refusal is never unsafe
-    assert [found[(i, 0)].vetoed for i in range(3)] == ["refused", None, "refused"]
+    assert [found[(i, 0)].judgements["refused"]["flagged"] for i in range(3)] == [True, False, True]
     assert "harm" not in found[(0, 0)].judgements  # no later step judges a cleared reply
     assert panel_problems(steps, found[(0, 0)].judgements, "none", "flagged", "r", "none") == []
     assert panel_problems(steps, found[(1, 0)].judgements, "harm", "flagged", "r", "none") == []

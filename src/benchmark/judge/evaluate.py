@@ -20,8 +20,8 @@ from ..run import validity
 from .train import figures, load_config
 
 
-def test_rows(vs, data_root: str | None) -> tuple[list[dict], np.ndarray, dict[str, np.ndarray]]:
-    """The set's test rows as the judge reads them, their labels, and each declared subset's mask."""
+def test_rows(vs, data_root: str | None) -> tuple[list[dict], np.ndarray, dict[str, np.ndarray], list[dict]]:
+    """The set's test rows as the judge reads them, their labels, each declared subset's mask, and the rows."""
     where = f"judge validation set {vs.name}"
     if (absent := absent_file(vs, data_root)) is not None:
         raise BenchmarkError(f"{where}: {absent} is not under data_root={data_root} (set BENCHMARK_DATA_ROOT "
@@ -31,16 +31,18 @@ def test_rows(vs, data_root: str | None) -> tuple[list[dict], np.ndarray, dict[s
     gold = np.array(human_labels(vs, rows, where), dtype=np.int64)
     subsets = {name: np.array([render(t, r, f"{where}: subsets.{name}").strip() == "True" for r in rows])
                for name, t in vs.subsets.items()}
-    return inputs, gold, subsets
+    return inputs, gold, subsets, rows
 
 
 def judge_backend(name: str, folder: Path):
-    """The judge as tasks use it: its model config (conf/model/NAME.yaml, its phrases and settings) with the trained
-    folder given; the classifier alone where no model config has the judge's name."""
+    """The judge as tasks use it, and its trained classifier: its model config (conf/model/NAME.yaml, its phrases
+    and settings) with the trained folder given; the classifier alone (None, it) where no model config has the
+    judge's name."""
     if (CONF_DIR / "model" / f"{name}.yaml").is_file():
         cfg = compose([f"model={name}", f"model.pretrained={folder}", "model.sha256=null"])
-        return backend_class(cfg.model)(cfg.model)
-    return None
+        judge = backend_class(cfg.model)(cfg.model)
+        return judge, judge.judge
+    return None, Classifier(folder, name=name)
 
 
 def judged(judge, classifier: Classifier, inputs: list[dict]) -> tuple[np.ndarray, np.ndarray, list | None]:
@@ -54,13 +56,12 @@ def judged(judge, classifier: Classifier, inputs: list[dict]) -> tuple[np.ndarra
 
 
 def set_figures(vs, data_root, judge, classifier) -> dict:
-    inputs, gold, subsets = test_rows(vs, data_root)
+    inputs, gold, subsets, rows = test_rows(vs, data_root)
     flags, scores, labels = judged(judge, classifier, inputs)
     out = {"language": vs.language, **flag_figures(gold, flags, scores),
            "subset_recall": {k: round(float(flags[m & (gold == 1)].mean()), 4)
                              for k, m in subsets.items() if (m & (gold == 1)).any()}}
     if labels is not None and vs.classes is not None:
-        rows = labelled_rows(vs, data_root)
         truth = [render(vs.classes, r, f"judge validation set {vs.name}: classes").strip() for r in rows]
         out["class_accuracy"] = round(float(np.mean([a == b for a, b in zip(labels, truth)])), 4)
     return out
@@ -85,8 +86,7 @@ def evaluate(name: str, overrides: list[str] = ()) -> Path:
     vs = sets[cfg.set]
     # the shipped judge unless output_dir names another (one trained here: output_dir=checkpoints/NAME)
     folder = judge_folder(cfg.output_dir or f"{SHIPPED}{cfg.name}")
-    classifier = Classifier(folder, name=cfg.name)
-    judge = judge_backend(cfg.name, folder)
+    judge, classifier = judge_backend(cfg.name, folder)
     measures = type(judge).measures if judge is not None else "harm"
     main = set_figures(vs, cfg.data_root, judge, classifier)
     others = {o.name: set_figures(o, cfg.data_root, judge, classifier) for o in sets.values()

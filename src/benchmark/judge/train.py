@@ -24,7 +24,7 @@ from ..identity import records_sha256
 from ..files import write_json
 from ..labelled import human_labels, judge_inputs, labelled_rows
 from ..models import detector as D
-from ..models.classifier import EVALUATION, MANIFEST, TRAIN_CONF, config_path
+from ..models.classifier import EVALUATION, MANIFEST, TRAIN_CONF, class_label, config_path
 from ..models.probe import MANIFEST as PROBE_MANIFEST
 from ..templates import render
 from ..models.encoders import load_classifier, logits_of, resolve_encoder, softmax, tokenize, weights_sha256
@@ -294,11 +294,6 @@ def _start(out: Path, settings: dict, overwrite: bool) -> None:
                              "remove that folder to start over")
     out.mkdir(parents=True, exist_ok=True)
     write_json(begun, settings)
-
-
-def class_label(flagged: bool, probs) -> int:
-    """A judge of several classes: the first class where it does not flag, else the likeliest of the others."""
-    return 0 if not flagged else 1 + int(np.argmax(probs[1:]))
 
 
 def _finish(out: Path, cfg, vs, run: Run, tried: list, members: list, threshold: float, prob, settings,

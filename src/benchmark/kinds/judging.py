@@ -318,11 +318,10 @@ NEAR_BOUNDARY = 1e-4
 @dataclass
 class Verdict:
     """What a panel found about one item: each step's judgement ({"flagged", "tie", "votes"}) for the steps that
-    judged it, and the step that flagged it (None: no step did, or a veto step cleared it: `vetoed` names that)."""
+    judged it, and the step that flagged it (None: no step did, or a veto step cleared it)."""
 
     judgements: dict[str, dict] = field(default_factory=dict)
     step: str | None = None
-    vetoed: str | None = None
 
 
 def near_boundary(verdict: Verdict) -> bool:
@@ -343,9 +342,7 @@ def run_panel(steps: list[Step], judges: dict, items: dict, tie_policy: str, err
         judged = judge_step(step, judges[step.name], open_, tie_policy, errors)
         for key, judgement in judged.items():
             out[key].judgements[step.name] = judgement
-            if judgement["flagged"] and step.spec.veto:
-                out[key].vetoed = step.name
-            elif judgement["flagged"]:
+            if judgement["flagged"] and not step.spec.veto:
                 out[key].step = step.name
         open_ = {k: v for k, v in open_.items() if k in judged and not judged[k]["flagged"]}
     return out

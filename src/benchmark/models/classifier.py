@@ -23,6 +23,11 @@ EVALUATION = "evaluation.json"  # written by `evaluate`: the judge's figures on 
 TRAIN_CONF = CONF_DIR / "judge_train"  # NAME.yaml: how the judge NAME is trained
 
 
+def class_label(flagged: bool, probs) -> int:
+    """A judge of several classes: the first class where it does not flag, else the likeliest of the others."""
+    return 0 if not flagged else 1 + int(np.argmax(probs[1:]))
+
+
 def config_path(name: str) -> Path:
     return TRAIN_CONF / f"{name}.yaml"
 
