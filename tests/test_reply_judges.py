@@ -159,8 +159,10 @@ def test_a_judge_of_three_classes_trains_evaluates_and_judges_with_its_phrases(t
     if said[0]["margin"] < 0:  # the phrase decided
         assert "under the classifier's threshold" in ReplyRefusal.verdict_problem(
             cfg, {**said[0], "unsafe": False, "label": "full_compliance"})
-    assert "label full_compliance with flagged (fully refused) True" in ReplyRefusal.verdict_problem(
-        cfg, {**said[0], "label": "full_compliance"})
+    flipped = {**said[0], "unsafe": not said[0]["unsafe"]}
+    assert f"label {said[0]['label']} with flagged (fully refused) {flipped['unsafe']}" in ReplyRefusal.verdict_problem(
+        cfg, flipped)
+    assert "not one of" in ReplyRefusal.verdict_problem(cfg, {**said[0], "label": "maybe"})
     assert "is not a number" in ReplyRefusal.verdict_problem(cfg, {**said[0], "margin": float("nan")})
     assert "not one of the judge's phrases" in ReplyRefusal.verdict_problem(cfg, {**said[0], "phrase": "lol"})
 
