@@ -173,3 +173,54 @@ def test_a_veto_step_clears_target_turns_and_counts_them(scripted):
     cleared = [t for t in turns if t["judgements"].get("utterance", {}).get("flagged")]
     assert cleared and all(t["verdict"] == "none" and "context" not in t["judgements"] for t in cleared)
     assert m["utterance_rate"]["value"] == pytest.approx(len(cleared) / len(turns))
+
+
+def test_a_cards_turns_are_recalled_as_each_side_was_asked(scripted, tiny_model):
+    """A rebuild asks the models only what a card does not hold: each kept turn's attacker message and target reply
+    are keyed by the messages each side was asked, also where the published sample keeps the seed as its hash (the
+    attacker repeating it). A second run answered only from them plays the same conversations."""
+    from benchmark.cli.submit import _Recalled
+    from benchmark.kinds import make_kind
+    from benchmark.models.cached import Failure
+    from benchmark.run import runner
+    from benchmark.submissions.samples import strip_sample
+
+    tmp_path, root, conf = scripted
+    overrides = ("model=hf", f"model.pretrained={tiny_model}", "+attacker.pretrained=" + str(tiny_model),
+                 "task.dialogue.turns=3", "task.dialogue.target_generation.max_new_tokens=4",
+                 "task.dialogue.attacker_generation.max_new_tokens=4", "task.dialogue.stop=full")
+
+    def config(cache):
+        cfg = compose_scripted(tmp_path, root, conf, *overrides, f"cache_dir={tmp_path / cache}",
+                               f"output_dir={tmp_path / cache / 'run'}")
+        cfg.attacker.backend, cfg.attacker.replay = "hf", None
+        return cfg
+
+    card, path = run(config("first"))
+    played = sorted((json.loads(line) for line in path.with_name("samples.jsonl").read_text().splitlines()),
+                    key=lambda s: s["id"])
+    published = [strip_sample(s) for s in played]
+    # the attacker said the seed again in a turn: the published sample keeps its hash there
+    published[0]["turns"][1]["attacker"] = published[0]["turns"][0]["attacker"]
+    played[0]["turns"][1]["attacker"] = played[0]["input"]["seed"]
+    assert published[0]["turns"][1]["attacker"].startswith("sha256:")
+
+    cfg = config("second")
+    planned = runner.plan(cfg, pin=False)
+    answers = planned.kind.recorded_answers(planned.items, published)
+    assert len(answers) == sum(2 * len(s["turns"]) - 1 for s in played)  # the seed opens: no attacker turn 1
+    recalled = _Recalled(answers, int(cfg.seed), "text")
+    real_get = runner.POOL.get
+    runner.POOL.get = lambda key, config, *a: recalled if config.backend == "hf" else real_get(key, config, *a)
+    try:
+        again, again_path = run(cfg)
+    finally:
+        runner.POOL.get, runner.POOL.kept = real_get, {}
+    replayed = sorted((json.loads(line) for line in again_path.with_name("samples.jsonl").read_text().splitlines()),
+                      key=lambda s: s["id"])
+    assert again["breakdown"]["conversations"]["failed"] == 0 and again["run"]["resumed"] == 0
+    # the edited turn 2 was asked with the seed as its attacker message and answered from the card
+    assert [[(t["attacker"], t["target"]) for t in s["turns"]] for s in replayed][1:] == \
+        [[(t["attacker"], t["target"]) for t in s["turns"]] for s in played][1:]
+    assert replayed[0]["turns"][1]["attacker"] == played[0]["input"]["seed"]
+    assert not any(isinstance(a, Failure) for a in answers.values())

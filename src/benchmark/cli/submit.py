@@ -328,10 +328,10 @@ class _Recalled(Backend):
 
 def recall(card_path: Path, data_root: str | None, cache_dir: Path) -> int:
     """A published card's answers put into this machine's response cache, keyed as its model config asks them: a
-    rebuild of the card (submissions/reproduce.sh) then asks the model only what the card does not hold, and judges
+    rebuild of the card (submissions/reproduce.sh) then asks its models only what the card does not hold, and judges
     every answer with today's judges. The answers are as trustworthy as the card; verify re-runs a random sample of
-    records live. For cards whose samples record one prompt and its responses (kind attack). Returns the answers
-    cached."""
+    records live. Run it with the task as the card ran it (its version): the recalled run asks what the card's run
+    asked. Returns the answers cached."""
     loaded = S.load_folder(card_path.parent, True, False, only=card_path, data_root=data_root)
     # figures that today's scoring computes otherwise are what a rebuild is for; any other problem stops the recall
     blocking = [p for p in loaded.rejected if not p.field.startswith(("metrics.", "breakdown."))]
@@ -339,24 +339,23 @@ def recall(card_path: Path, data_root: str | None, cache_dir: Path) -> int:
         raise BenchmarkError("the card does not validate; fix it before recalling its answers:\n  " +
                              "\n  ".join(map(str, blocking)))
     card = loaded.cards[0].card if loaded.cards else S.read_card(card_path)
-    if card["task"]["kind"] != "attack" or card.get("attacker"):
-        raise BenchmarkError(f"{card_path}: recall reads cards of kind attack (one prompt, its responses); this one "
-                             f"is {card['task']['kind']}: rebuild it by running its model")
     samples = S.read_samples(card_path.parent / card["samples"]["file"])
-    answers = {(s["prompt_sha256"], j): r.get("text") for s in samples if isinstance(s.get("responses"), list)
-               for j, r in enumerate(s["responses"]) if isinstance(r, dict)}
     # the rebuild judges the answers; this run only puts them in the cache
     skipped = {"name": "recall-unjudged", "backend": "keywords", "phrases": ["\u0000"]}
-    configs = {"model": card["model"]["config"], **{judge_role(j["voter"]): skipped for j in card.get("judges") or []}}
+    configs = {"model": card["model"]["config"], **{judge_role(j["voter"]): skipped for j in card.get("judges") or []},
+               **({"attacker": card["attacker"]["config"]} if card.get("attacker") else {})}
     with tempfile.TemporaryDirectory(prefix="recall-") as tmp:
         cfg = _rerun_config(card, configs, sorted(s["id"] for s in samples), Path(tmp), data_root, False)
         from omegaconf import open_dict
 
         with open_dict(cfg):
             cfg.cache_dir, cfg.judge_validity = str(cache_dir), False
+        planned = plan(cfg, pin=False)
+        answers = planned.kind.recorded_answers(planned.items, samples)
         recalled = _Recalled(answers, int(card["run"]["seed"]), backend_class(cfg.model).answer_shape)
+        names = {cfg.model.name, *([cfg.attacker.name] if card.get("attacker") else [])}
         real_get = POOL.get
-        POOL.get = lambda key, config, *a: recalled if config.name == cfg.model.name else real_get(key, config, *a)
+        POOL.get = lambda key, config, *a: recalled if config.name in names else real_get(key, config, *a)
         try:
             run(cfg)
         finally:

@@ -142,6 +142,11 @@ class Attack(Kind):
         """What the model said: its responses."""
         return [r.get("text") for r in sample.get("responses", [])]
 
+    def recorded_answers(self, records: list[dict], samples: list[dict]) -> dict:
+        """Each response by its prompt's hash and its number among the prompt's samples."""
+        return {(s["prompt_sha256"], j): r.get("text") for s in samples if isinstance(s.get("responses"), list)
+                for j, r in enumerate(s["responses"]) if isinstance(r, dict)}
+
     @staticmethod
     def conversation(sample: dict) -> list[tuple[str, str]]:
         """The prompt, then each of the model's responses."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from .. import BenchmarkError
 from ..data import load_records
 from ..models.protocol import Model
 
@@ -179,6 +180,13 @@ class Kind(ABC):
     def transcript(sample: dict) -> Transcript | None:
         """The sample as a conversation to read message by message, for kinds whose samples are one (None)."""
         return None
+
+    def recorded_answers(self, records: list[dict], samples: list[dict]) -> dict:
+        """A card's recorded model answers keyed as this task asks them: (sha256 of the messages, sample number) ->
+        text, so that a rebuild of the card asks its models only what the card does not hold. Kinds whose samples do
+        not hold their models' answers refuse."""
+        raise BenchmarkError(f"kind {self.name}: its samples do not hold the answers a rebuild would ask for: rebuild "
+                             "the card by running its model")
 
     @staticmethod
     def own_input(sample: dict):

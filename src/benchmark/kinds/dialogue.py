@@ -13,6 +13,7 @@ asking any model again for a turn it already answered.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
@@ -23,7 +24,7 @@ from omegaconf import MISSING, OmegaConf
 from .. import BenchmarkError, metrics as M
 from ..config import ADDED, DataConfig, Message
 from ..data import Records, load_rows
-from ..identity import records_sha256
+from ..identity import records_sha256, sha256_json
 from ..models.cached import Failure
 from ..models.requests import Generate, Replay
 from ..templates import render
@@ -473,6 +474,33 @@ class DialogueAttack(Kind):
             **self.reference(record),
             "error": c.error,
         }
+
+    def recorded_answers(self, records: list[dict], samples: list[dict]) -> dict:
+        """Each kept turn's attacker message and target reply, keyed by the messages each side was asked them with,
+        rebuilt turn by turn from the record as the conversation was played. A conversation's turns after a refused
+        try that was taken back are not recalled (the refused try is asked again)."""
+        by_id, out = {r["id"]: r for r in records}, {}
+        for sample in samples:
+            record = by_id.get(sample.get("id"))
+            if record is None:
+                continue
+            # a published sample keeps a copy of the record's own text (the seed, repeated) as its hash
+            hashed = {"sha256:" + hashlib.sha256(v.encode("utf-8")).hexdigest(): v for v in record.values()
+                      if isinstance(v, str)}
+            c = Conversation(record)
+            for t in sample.get("turns") or []:
+                if not isinstance(t, dict) or t.get("backtracked") or not isinstance(t.get("target"), str):
+                    break
+                said = record["seed"] if self._seed_opens(c) else hashed.get(t.get("attacker"), t.get("attacker"))
+                t = {**t, "target": hashed.get(t["target"], t["target"])}
+                if not isinstance(said, str):
+                    break
+                if not self._seed_opens(c):
+                    asked = self._attacker_prompt(record) + attacker_history(self.spec, self.task, c)
+                    out[(sha256_json(asked), 0)] = said
+                out[(sha256_json(target_view(self.spec, c.turns, said)), 0)] = t["target"]
+                c.turns.append({**t, "attacker": said})
+        return out
 
     # --- metrics ----------------------------------------------------------------------------------------
     def _rates(self, samples: list[dict], resamples: int, seed: int, suffix: str = "") -> dict:
