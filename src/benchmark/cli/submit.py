@@ -326,6 +326,24 @@ class _Recalled(Backend):
         return [None] * len(requests)  # counted by the model's own tokenizer when a run reads them back
 
 
+class _Unjudged(Backend):
+    """A judge that flags nothing (an empty answer parses as no label): a recall only fills the cache, so that every
+    recorded turn is played whatever today's judges would say of it."""
+
+    operations = frozenset({"generate", "classify"})
+    requests_go = Reach.LOCAL
+    answer_shape = "verdict-2"
+
+    def generate(self, conversations, generation, seeds=None):
+        return [""] * len(conversations)
+
+    def classify(self, inputs):
+        return [{"unsafe": False, "score": 0.0} for _ in inputs]
+
+    def usage(self, requests, answers):
+        return [None] * len(requests)
+
+
 def recall(card_path: Path, data_root: str | None, cache_dir: Path) -> int:
     """A published card's answers put into this machine's response cache, keyed as its model config asks them: a
     rebuild of the card (submissions/reproduce.sh) then asks its models only what the card does not hold, and judges
@@ -355,7 +373,8 @@ def recall(card_path: Path, data_root: str | None, cache_dir: Path) -> int:
         recalled = _Recalled(answers, int(card["run"]["seed"]), backend_class(cfg.model).answer_shape)
         names = {cfg.model.name, *([cfg.attacker.name] if card.get("attacker") else [])}
         real_get = POOL.get
-        POOL.get = lambda key, config, *a: recalled if config.name in names else real_get(key, config, *a)
+        POOL.get = lambda key, config, *a: (recalled if config.name in names else _Unjudged()
+                                            if config.name == skipped["name"] else real_get(key, config, *a))
         try:
             run(cfg)
         finally:
