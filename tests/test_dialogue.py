@@ -36,10 +36,16 @@ def scripted(tmp_path):
     replies += [{"key": a, "reply": t} for s in seeds for a, t in SCRIPT[s][1:]]
     (root / "seeds" / "target.json").write_text(json.dumps(replies))
     files = {
+        # toxicchat with fixed judges of target turns: toxic on its own, then unsafe given the attacker's message
         "task/scripted.yaml": {
-            "defaults": ["toxicchat", "_self_"], "name": "scripted",
+            "defaults": ["toxicchat", {"override /judge@_global_.judge": "scripted"}, "_self_"], "name": "scripted",
             "dialogue": {"turns": 3, "seeds": [{"name": "custom", "data": {"path": "seeds/custom.json"},
-                                                "text": "{{ text }}"}]}},
+                                                "text": "{{ text }}"}],
+                         "judges": [{"name": "utterance", "input": {"response": "{{ response }}"}},
+                                    {"name": "context", "input": {"context": "{{ attacker }}",
+                                                                  "response": "{{ response }}"}}]}},
+        "judge/scripted.yaml": {"name": "scripted-judges", "models": {
+            name: {"name": name, "backend": "keywords", "phrases": ["x"]} for name in ("utterance", "context")}},
         "attacker/scripted.yaml": {"name": "scripted-attacker", "backend": "replay", "replay": {
             "path": "seeds/attack.json", "id_field": "id", "output": "{{ turns | json }}"}},
         "model/scripted-target.yaml": {"name": "scripted-target", "backend": "replay", "replay": {
