@@ -219,6 +219,7 @@ def test_judge_score_judges_rows_of_ones_own_and_names_bad_lines(tiny_encoder, t
     assert all(x["flagged"] is (x["label"] == "full_refusal") for x in lines)
     assert all(set(x) == {"id", "flagged", "score", "label"} for x in lines)
     assert '"n": 2' in done.stdout
+    assert (tmp_path / "results" / ".cache" / "responses.sqlite").is_file()  # the cache_dir a run uses
 
     (tmp_path / "bad.jsonl").write_text(json.dumps(rows[0]) + "\n" + json.dumps({"id": "b", "request": "q"}) + "\n")
     args[args.index("--input") + 1] = str(tmp_path / "bad.jsonl")

@@ -28,6 +28,13 @@ def _transient(e: sqlite3.OperationalError) -> bool:
 
 
 class ResponseCache:
+    FILE = "responses.sqlite"  # the cache's file in a cache_dir
+
+    @classmethod
+    def in_folder(cls, folder: str | Path) -> "ResponseCache":
+        """The cache of a `cache_dir` setting."""
+        return cls(Path(folder) / cls.FILE)
+
     def __init__(self, path: str | Path):
         self.path = Path(path)
         try:

@@ -127,7 +127,7 @@ def measure(args: list[str]) -> str:
         raise BenchmarkError("measuring the judges reads every labelled set: set data_root=DIR (or "
                              "BENCHMARK_DATA_ROOT) to a folder holding conf/judge_validation.yaml's files")
     Path(cfg.cache_dir).mkdir(parents=True, exist_ok=True)
-    cache = ResponseCache(Path(cfg.cache_dir) / "responses.sqlite")
+    cache = ResponseCache.in_folder(cfg.cache_dir)
     outcomes: list[Outcome] = []
     loaded: dict = {}
     done: set = set()

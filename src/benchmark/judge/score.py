@@ -83,7 +83,7 @@ def judge_of(name: str, overrides: list[str]) -> CachedModel:
     pin_content(config, cfg.data_root)
     sha = model_sha256(config)
     backend = load_backend(config, cfg.allow_remote_code, cfg.data_root)
-    judge = CachedModel(backend, sha, ResponseCache(cfg.cache_dir), config, cfg.seed)
+    judge = CachedModel(backend, sha, ResponseCache.in_folder(cfg.cache_dir), config, cfg.seed)
     if not judge.supports("classify"):
         raise BenchmarkError(f"model {name}: backend {config.backend} does not classify; name a judge (a classifier "
                              "model config: reply-harm, reply-refusal, …)")

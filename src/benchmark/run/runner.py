@@ -185,7 +185,7 @@ def execute(p: Plan) -> Execution:
     cache = None
     try:
         check_manifest(p.run_dir, p.manifest)
-        cache = ResponseCache(Path(cfg.cache_dir) / "responses.sqlite")
+        cache = ResponseCache.in_folder(cfg.cache_dir)
         return _ask(p, cache)
     finally:
         if cache is not None:
