@@ -230,3 +230,16 @@ def test_a_cards_turns_are_recalled_as_each_side_was_asked(scripted, tiny_model)
         [[(t["attacker"], t["target"]) for t in s["turns"]] for s in played][1:]
     assert replayed[0]["turns"][1]["attacker"] == played[0]["input"]["seed"]
     assert not any(isinstance(a, Failure) for a in answers.values())
+
+
+def test_a_cards_judges_may_answer_attacker_steps_and_beside_steps():
+    """toxicchat judges its target turns with the judges of replies and its attacker turns with the toxicity
+    classifier; diasafety_chatbot's reply judges decide nothing beside its panel: each is a step a card's judges
+    entries may name, with what the task says of it."""
+    from benchmark.submissions.rules import _steps
+
+    model = {"name": "m", "backend": "replay"}
+    toxicchat = _steps({"task": {"name": "toxicchat"}, "model": {"config": model}})
+    assert list(toxicchat) == ["refused", "harm", "utterance"] and all(s["sees"] == "turn" for s in toxicchat.values())
+    assert list(_steps({"task": {"name": "diasafety_chatbot"}, "model": {"config": model}})) == [
+        "utterance", "context", "refused", "harm"]

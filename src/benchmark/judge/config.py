@@ -71,6 +71,18 @@ class EncoderGroup:
 
 
 @dataclass
+class MoreRows:
+    """Training rows from another labelled set (conf/judge_train: more_rows): the rows of its training split that it
+    does not carve for its own validation, those its `keep` template (Jinja over a row) holds true for, each of the
+    class its `label` template names, read through that set's input templates. They are learnt from only: what is
+    chosen is chosen on the judge's own set."""
+
+    set: str = MISSING
+    keep: str = "true"
+    label: str = MISSING
+
+
+@dataclass
 class JudgeTrainConfig:
     """`python -m benchmark.judge train NAME`: a binary classifier judge (conf/judge_train/NAME.yaml)."""
 
@@ -100,6 +112,7 @@ class JudgeTrainConfig:
     # partial_refusal, full_refusal); the first is the unflagged one, and the judge flags a row when the others'
     # probability together reaches its threshold. Empty: two classes, the set's `unsafe` label.
     classes: List[str] = field(default_factory=list)
+    more_rows: List[MoreRows] = field(default_factory=list)
 
 
 @dataclass

@@ -156,6 +156,31 @@ def _examples(vs, data_root: str | None, data, classes, where: str) -> tuple[lis
     return examples, [_row_key(row, parts) for row, parts in zip(rows, inputs)]
 
 
+def more_rows(cfg, sets: dict) -> list[Example]:
+    """The training examples the config's `more_rows` add: from each named set, its training rows outside the share
+    it carves for its own validation (a judge trained there is chosen on those), kept and labelled by the templates."""
+    out = []
+    for i, more in enumerate(cfg.more_rows):
+        where = f"{config_path(cfg.name)}: more_rows[{i}]"
+        if more.set not in sets or sets[more.set].train is None:
+            raise BenchmarkError(f"{where}: set={more.set!r} is not a set of conf/judge_validation.yaml with training "
+                                 f"rows ({', '.join(sorted(k for k, s in sets.items() if s.train is not None))})")
+        vs = sets[more.set]
+        examples, keys = _examples(vs, cfg.data_root, vs.train.data, (), where)
+        rows = labelled_rows(vs, cfg.data_root, vs.train.data, where)
+        held = (np.zeros(len(rows), dtype=bool) if vs.train.val is not None else
+                carve(keys, [e.label for e in examples], vs.train.val_share, vs.train.val_seed))
+        for row, example, h in zip(rows, examples, held):
+            if h or render(more.keep, row, f"{where}.keep").strip().lower() in ("", "false", "0", "none", "no"):
+                continue
+            name = render(more.label, row, f"{where}.label").strip()
+            names = list(cfg.classes) or ["0", "1"]
+            if name not in names:
+                raise BenchmarkError(f"{where}.label: {name!r} is not one of {names}")
+            out.append(Example(example.context, example.response, names.index(name)))
+    return out
+
+
 def best_threshold(gold: np.ndarray, prob: np.ndarray) -> float:
     """The threshold with the best F1 (unsafe when P >= it), halfway between two neighbouring probabilities."""
     order = np.argsort(-prob, kind="stable")
@@ -264,7 +289,9 @@ def train(name: str, overrides: list[str] = ()) -> Path:
     for g in cfg.more_encoders:
         if not g.lr or not g.seeds:
             raise BenchmarkError(f"{config_path(name)}: more_encoders {g.encoder}: lr and seeds each need a value")
-    run = Run(cfg, labelled(vs, cfg.data_root, cfg.classes), out)
+    data = labelled(vs, cfg.data_root, cfg.classes)
+    data.train += more_rows(cfg, sets)
+    run = Run(cfg, data, out)
     tried, members, group_probs, group_classes = [], [], [], []
     for encoder, lrs, seeds in [(cfg.encoder, cfg.lr, cfg.seeds),
                                 *((g.encoder, g.lr, g.seeds) for g in cfg.more_encoders)]:

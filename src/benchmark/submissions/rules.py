@@ -26,7 +26,6 @@ from ..composition import compose, task_schema
 from ..data import bundled_file
 from ..identity import essential, file_sha256, model_sha256, reference_sha256, task_sha256
 from ..kinds import kind_class, make_kind, registered, score
-from ..kinds.judging import describe_step
 from ..metrics import PUBLISHED_RESAMPLES, PUBLISHED_SEED
 from ..models.weights import Fingerprint, WeightFile
 from ..run.roles import NOT_MEASURED
@@ -380,8 +379,10 @@ def _kind(card: dict):
 
 
 def _steps(card: dict) -> dict[str, dict]:
-    """The task's judging steps, name -> what a card records of each (step_type, prompt_sha256)."""
-    return {s.name: describe_step(s) for s in getattr(_kind(card), "steps", None) or []}
+    """Every judging step the task's judges answer (the deciding ones, a second panel's beside them, a dialogue's
+    attacker steps), name -> what a card records of each (step_type, prompt_sha256, and what it sees)."""
+    kind = _kind(card)
+    return {name: kind.describe_step(name) for name in kind.judge_steps}
 
 
 def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root: str | None,
