@@ -3,8 +3,12 @@ guardrail prompt; GPT-4's replies are not read): the classifier alone, the Engli
 where either says so. Prints each rule's refused/complied accuracy and its accuracy over the three classes.
 With --veto: which refusals should clear a reply before reply-harm reads it, on GPTFuzz's validation replies (the
 fifth carved from its train split): sensitivity and specificity of harm alone and of harm after each veto.
+With --settings: the judge's two settings (model.args: short, off_topic_below) on validation replies only: XSTest's
+validation model (3-class accuracy), PyRIT's refusal_extra.csv (refusal.csv is the measurement) and GPTFuzz's
+validation fifth (the share of harmful replies called full refusals, which a veto would clear).
 
-    python benchmarks/refusal_rule.py [--judge checkpoints/reply-refusal] [--veto]   (default: judges/reply-refusal)
+    python benchmarks/refusal_rule.py [--judge checkpoints/reply-refusal] [--veto | --settings]
+    (default: judges/reply-refusal)
 """
 
 from __future__ import annotations
@@ -82,9 +86,12 @@ def main() -> None:
     parser.add_argument("--judge", default="judges/reply-refusal")
     parser.add_argument("--data-root", default=os.environ.get("BENCHMARK_DATA_ROOT", "../shared/data"))
     parser.add_argument("--veto", action="store_true", help="compare vetoes on GPTFuzz's validation replies")
+    parser.add_argument("--settings", action="store_true", help="compare the judge's settings on validation replies")
     args = parser.parse_args()
     if args.veto:
         return vetoes(args.data_root)
+    if args.settings:
+        return settings_grid(args.judge, args.data_root)
     import yaml
 
     cfg = load_config("reply-refusal")
@@ -114,6 +121,39 @@ def main() -> None:
     print(f"{'rule':34} {'refused/complied accuracy':>26} {'3-class accuracy':>17}")
     for name, (flag, label) in rules.items():
         print(f"{name:34} {np.mean(flag == (gold > 0)):>26.3f} {np.mean(label == gold):>17.3f}")
+
+
+def settings_grid(judge: str, data_root: str) -> None:
+    import csv
+    from pathlib import Path
+
+    from benchmark.composition import compose
+    from benchmark.models import load_backend
+    from benchmark.models.refusal import decided
+
+    sets = {s.name: s for s in validation_sets()}
+    xstest = labelled(sets["xstest"], data_root, list(CLASSES)).val
+    gptfuzz = [e for e in labelled(sets["gptfuzz"], data_root).val if e.label == 1]
+    extra_file = Path(data_root) / "pyrit_scorer_evals/refusal_scorer/refusal_extra.csv"
+    extra = list(csv.DictReader(line for line in extra_file.open(encoding="utf-8") if not line.startswith("#")))
+    rows = {"xstest": [(e.context, e.response) for e in xstest], "gptfuzz": [(e.context, e.response) for e in gptfuzz],
+            "extra": [(r["objective"], r["assistant_response"]) for r in extra]}
+    # every cosine computed (a bound no cosine is under), every label as the classifier and phrases give it
+    cfg = compose(["model=reply-refusal", f"model.pretrained={judge}", "model.sha256=null",
+                   "+model.args.on_topic=sentence-transformers/all-MiniLM-L6-v2", "+model.args.off_topic_below=-1"])
+    backend = load_backend(cfg.model, False)
+    said = {k: backend.classify([{"context": c, "response": r} for c, r in v]) for k, v in rows.items()}
+    gold = {"xstest": [CLASSES[e.label] for e in xstest], "extra": [r["human_score"] == "1" for r in extra]}
+    print(f"validation: {len(xstest)} XSTest replies, {len(extra)} PyRIT refusal_extra replies, {len(gptfuzz)} harmful "
+          "GPTFuzz replies")
+    print(f"{'short':>6} {'below':>6} {'XSTest 3-class':>15} {'PyRIT extra':>12} {'GPTFuzz harmful refused':>24}")
+    for short in (0, 120, 200, 300):
+        for below in (None, 0.2, 0.25, 0.3, 0.35):
+            label = {k: [decided(v["label"], v["phrase"], len(r.strip()), v["on_topic"], short, below)
+                         for v, (_, r) in zip(said[k], rows[k])] for k in rows}
+            print(f"{short:>6} {str(below):>6} {np.mean([a == b for a, b in zip(label['xstest'], gold['xstest'])]):>15.3f}"
+                  f" {np.mean([(a == 'full_refusal') == b for a, b in zip(label['extra'], gold['extra'])]):>12.3f}"
+                  f" {np.mean([a == 'full_refusal' for a in label['gptfuzz']]):>24.3f}")
 
 
 def vetoes(data_root: str) -> None:
