@@ -52,10 +52,11 @@ if [ $# -gt 0 ]; then
   CARDS=("${@/\// }")
 fi
 # a published card's recorded answers go into the response cache first, so that a rebuild (new judges, new scoring)
-# asks its model only what the card does not hold (kind attack; verify below still re-runs a sample live)
+# asks its models only what the card does not hold (a prompt's responses; a dialogue's kept turns, each side's; verify
+# below still re-runs a sample live). A recall reads the card with the task as it ran: recall before changing a task
 for entry in "${CARDS[@]}"; do
   read -r model task <<<"$entry"
-  case "$task" in diasafety_chatbot*|multijail*) [ -f "submissions/$model/$task.json" ] \
+  case "$task" in diasafety_chatbot*|multijail*|toxicchat*|goal_*) [ -f "submissions/$model/$task.json" ] \
     && python -m benchmark.submit recall "submissions/$model/$task.json" ;; esac
 done
 if [ $# -gt 0 ]; then
