@@ -63,6 +63,30 @@ def test_a_key_twice_in_a_sample_line_is_rejected(folder):
                                    "JSON reader would silently keep the last"]
 
 
+@pytest.mark.parametrize("key, raw, message", [
+    ("score", "NaN", "line 1: output.score: nan is not a finite number"),  # a rule "score >= threshold" holds on NaN
+    ("score", "-Infinity", "line 1: output.score: -inf is not a finite number"),
+    ("score", "1e309", "line 1: output.score: inf is not a finite number"),  # Python reads it as infinity
+    ("prediction", '"\\ud83d"', "line 1: prediction: a lone surrogate ('\\ud83d') at character 0: not text"),
+])
+def test_a_number_that_is_not_one_or_text_that_is_not_text_is_rejected_at_its_field(folder, key, raw, message):
+    lines = _sample_lines(folder)
+    sample = json.loads(lines[0])
+    old = f'"{key}": {json.dumps(sample["output"].get(key, sample.get(key)))}'
+    assert old in lines[0]
+    lines[0] = lines[0].replace(old, f'"{key}": {raw}', 1)
+    _write_lines(folder, lines)
+    found = problems_of(folder)
+    assert found == [f"{folder / SAMPLES}: {message}"], found
+
+
+def test_a_card_with_a_number_that_is_not_one_is_rejected_at_its_field(folder):
+    path = folder / "diasafety.json"
+    path.write_text(path.read_text().replace('"value": ', '"value": NaN, "was": ', 1))
+    found = problems_of(folder)
+    assert len(found) == 1 and found[0].startswith(f"{path}: metrics.") and "nan is not a finite number" in found[0]
+
+
 # ------------------------------------------------------------------------------------------- the run's fields
 
 

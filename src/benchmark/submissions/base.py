@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -88,16 +89,30 @@ def json_values(text: str) -> int:
 def strict_json(text: str) -> Any:
     """JSON as a submission may hold it: no key twice in one object (json.loads would keep the last without a word),
     no collection nested deeper than MAX_DEPTH, no object with more than MAX_KEYS keys, no string longer than
-    MAX_STRING (so no pattern ever reads a longer one). ValueError names what breaks the rule, and where."""
+    MAX_STRING (so no pattern ever reads a longer one), every number finite (no NaN or Infinity, which Python's reader
+    takes, nor 1e309, which it reads as infinity: a rule such as "score at or above the threshold" holds vacuously on
+    NaN), every string text (no lone surrogate, which no UTF-8 writer can write back). ValueError names what breaks
+    the rule, and where."""
     try:
         value = json.loads(text, object_pairs_hook=_unique_keys)
     except RecursionError:  # far deeper than MAX_DEPTH: the parser gave up before the walk could name the field
         raise OutOfBounds(f"nested deeper than {MAX_DEPTH} levels") from None
     if isinstance(value, (dict, list)):
         _within_bounds(value, 1)
-    elif isinstance(value, str) and len(value) > MAX_STRING:
-        raise OutOfBounds(f"{len(value):,} characters in one string; at most {MAX_STRING:,}")
+    elif isinstance(value, str):
+        _text(value)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise OutOfBounds(f"{value} is not a finite number")
     return value
+
+
+def _text(value: str) -> None:
+    if len(value) > MAX_STRING:
+        raise OutOfBounds(f"{len(value):,} characters in one string; at most {MAX_STRING:,}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise OutOfBounds(f"a lone surrogate ({value[e.start]!r}) at character {e.start}: not text") from None
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
@@ -118,14 +133,17 @@ def _within_bounds(value: dict | list, depth: int) -> None:
         raise OutOfBounds(f"{len(value):,} keys in one object; at most {MAX_KEYS:,}")
     for key, item in value.items() if isinstance(value, dict) else enumerate(value):
         try:
-            if isinstance(key, str) and len(key) > MAX_STRING:
-                raise OutOfBounds(f"a key of {len(key):,} characters; at most {MAX_STRING:,}")
+            if isinstance(key, str):
+                _text(key)
             if isinstance(item, (dict, list)):
                 _within_bounds(item, depth + 1)
-            elif isinstance(item, str) and len(item) > MAX_STRING:
-                raise OutOfBounds(f"{len(item):,} characters in one string; at most {MAX_STRING:,}")
+            elif isinstance(item, str):
+                _text(item)
+            elif isinstance(item, float) and not math.isfinite(item):
+                raise OutOfBounds(f"{item} is not a finite number")
         except OutOfBounds as e:
-            e.path.insert(0, key[:40] if isinstance(key, str) else key)
+            e.path.insert(0, key[:40].encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(key, str)
+                          else key)
             raise
 
 
