@@ -81,16 +81,16 @@ def test_a_lowered_record_count_is_rejected(folder):
                for p in problems_of(folder))
 
 
-@pytest.mark.parametrize("path, value", [
-    (["breakdown", "per_class", "Offending User", "f1"], 0.99),
-    (["breakdown", "per_class", "Safe", "precision"], float("nan")),
-    (["breakdown", "predictions", "Safe"], 1),
-    (["breakdown", "majority_baseline", "label"], "Biased Opinion"),
+@pytest.mark.parametrize("path, value, message", [
+    (["breakdown", "per_class", "Offending User", "f1"], 0.99, "is not what the samples give"),
+    (["breakdown", "per_class", "Safe", "precision"], float("nan"), "nan is not a finite number"),
+    (["breakdown", "predictions", "Safe"], 1, "is not what the samples give"),
+    (["breakdown", "majority_baseline", "label"], "Biased Opinion", "is not what the samples give"),
 ])
-def test_a_forged_breakdown_is_rejected(folder, path, value):
+def test_a_forged_breakdown_is_rejected(folder, path, value, message):
     edit_card(folder, _set(path, value))
     found = problems_of(folder)
-    assert any(f"diasafety.json: {'.'.join(path)}: " in p and "is not what the samples give" in p for p in found), found
+    assert any(f"diasafety.json: {'.'.join(path)}: " in p and message in p for p in found), found
 
 
 @pytest.mark.parametrize("path, message", [
@@ -152,6 +152,8 @@ def test_weights_a_card_lists_are_the_weights_its_config_pins(folder):
     ("pretrained", "/home/maintainer/private-model"),
     ("pretrained", "../../outside"),
     ("gguf_file", "../weights.gguf"),
+    ("tokenizer", "../../../../etc"),  # every field that may name a file or folder, whatever its key
+    ("args", {"on_topic": "/home/maintainer/encoder"}),
 ])
 def test_a_submitted_config_names_no_path_outside_its_place(folder, field, value):
     model = yaml.safe_load((folder / "model.yaml").read_text())
@@ -160,6 +162,21 @@ def test_a_submitted_config_names_no_path_outside_its_place(folder, field, value
     edit_card(folder, _set(["model", "config", field], value))
     found = problems_of(folder)
     assert any(f"model.yaml: {field.split('.')[0]}" in p and "names no absolute path and no .." in p for p in found), found
+
+
+@pytest.mark.parametrize("value", ["judges//tmp/x", "judges/../../x", "judges/reply-harm/../../x"])
+def test_judges_slash_names_a_shipped_judge_and_nothing_else(folder, value):
+    from benchmark import BenchmarkError
+    from benchmark.paths import judge_folder
+
+    model = yaml.safe_load((folder / "model.yaml").read_text())
+    model["pretrained"] = value
+    (folder / "model.yaml").write_text(yaml.safe_dump(model))
+    edit_card(folder, _set(["model", "config", "pretrained"], value))
+    assert any("model.yaml: pretrained" in p and ("judges/NAME names a shipped judge" in p or "no .." in p)
+               for p in problems_of(folder))
+    with pytest.raises(BenchmarkError, match="judges/NAME names a shipped judge"):
+        judge_folder(value)
 
 
 @pytest.fixture(scope="module")

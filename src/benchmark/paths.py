@@ -3,7 +3,10 @@
 beside src/ in a source checkout (an editable install)."""
 
 import os
+import re
 from pathlib import Path
+
+from . import BenchmarkError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 if (PACKAGE_DIR / "conf" / "config.yaml").is_file():  # installed: the configs travel with the code
@@ -23,11 +26,19 @@ SCHEMA_FILE = PACKAGE_DIR / "scorecard.schema.json"
 SHIPPED = "judges/"  # a model config's `pretrained: judges/NAME` is the judge that ships with the suite
 
 
+def shipped_name(name: str) -> bool:
+    """A shipped judge's folder name: one plain component, so `judges/NAME` never leads elsewhere."""
+    return re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) is not None and ".." not in name
+
+
 def judge_folder(pretrained: str) -> Path:
     """A trained judge's folder: `judges/NAME` is the suite's shipped judge wherever the suite runs from (a checkout
     or an installed package); any other path is the user's own, relative to where the command runs."""
     if pretrained.startswith(SHIPPED):
-        return JUDGES_DIR / pretrained[len(SHIPPED):]
+        name = pretrained[len(SHIPPED):]
+        if not shipped_name(name):
+            raise BenchmarkError(f"{pretrained!r}: judges/NAME names a shipped judge (one folder name)")
+        return JUDGES_DIR / name
     return Path(pretrained).expanduser()
 
 

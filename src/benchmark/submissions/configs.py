@@ -16,6 +16,7 @@ from .. import safe_yaml
 from ..config import ModelConfig
 from ..models.registry import backend_names, known_backend
 from ..models.weights import valid_split_weights
+from ..paths import SHIPPED, shipped_name
 from .base import MAX_CONFIG_BYTES, Problem
 
 # backend arguments a submitted config may pass through `args`: how the model is served, never what code runs
@@ -186,18 +187,25 @@ def full_config(data: dict, cls=None) -> dict:
 
 
 def _path_problems(data: dict, where: str, prefix: str) -> list[Problem]:
-    """Paths a verifier's run would read: none may lead outside the folder it belongs in."""
+    """Paths a verifier's run would read: none may lead outside the folder it belongs in. Every field that may name a
+    file or folder is read so (weights, tokenizer, a replay's file, a backend's own args), and `judges/NAME` names a
+    shipped judge and nothing else."""
     problems = []
     replay = data.get("replay") if isinstance(data.get("replay"), dict) else {}
+    args = data.get("args") if isinstance(data.get("args"), dict) else {}
     for field, value in (("pretrained", data.get("pretrained")), ("replay.path", replay.get("path")),
-                         ("gguf_file", data.get("gguf_file"))):
+                         ("gguf_file", data.get("gguf_file")), ("tokenizer", data.get("tokenizer")),
+                         *((f"args.{k}", v) for k, v in args.items())):
         if not isinstance(value, str):
             continue
         parts = PurePosixPath(value.replace("\\", "/")).parts
         if value.startswith(("/", "~", "\\")) or (len(value) > 1 and value[1] == ":") or ".." in parts:
-            problems.append(Problem(where, f"{prefix}{field}", f"{value!r}: a submitted config names no absolute "
+            problems.append(Problem(where, f"{prefix}{field}", f"{value[:80]!r}: a submitted config names no absolute "
                                     "path and no .. (weights: a hub id, pip:PACKAGE or a path inside the repository; "
                                     "a replay: a path inside data_root)"))
+        elif value.startswith(SHIPPED) and not shipped_name(value[len(SHIPPED):]):
+            problems.append(Problem(where, f"{prefix}{field}", f"{value[:80]!r}: judges/NAME names a shipped judge "
+                                    "(one folder name)"))
         elif field == "gguf_file" and len(parts) != 1:
             problems.append(Problem(where, f"{prefix}{field}", f"{value!r}: a file name inside pretrained"))
     if data.get("split_weights") is not None:
