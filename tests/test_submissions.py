@@ -105,6 +105,11 @@ def _set(path, value):
                               "signature": ""}),
      "verification", "only `python -m benchmark.submit verify` writes it"),
     (_set(["task", "headline"], "accuracy"), "task.headline", "task diasafety's headline is 'macro_f1'"),
+    # a card relabelled as of another language moves on the Tasks page
+    (_set(["task", "language"], "ko"), "task.language", "'ko': task diasafety's language is 'en'"),
+    (_set(["run", "budget"], {"tokens": 10, "cost": None, "spent_tokens": 10_000, "spent_cost": 0.0, "currency": None,
+                              "exceeded": False, "cannot_stop": []}), "run.budget.exceeded",
+     "False: it spent 10000 tokens"),
     (_set(["dataset", "n"], 1000), "dataset.n", "a published card of task diasafety covers all 1095 of its 1095"),
     (_set(["metrics", "macro_f1", "value"], 0.12), "metrics.macro_f1", "is not what the samples give"),
     (_set(["metrics", "macro_f1", "unit"], "%"), "metrics.macro_f1", "is not what the samples give"),

@@ -299,8 +299,8 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
 def _task_problems(path: Path, card: dict, known: dict, where: str) -> list[Problem]:
     """The card names its task as the suite defines it, and sits where a card of that task and model must."""
     task, problems = card["task"], []
-    for key in ("version", "headline", "kind"):
-        if task[key] != known[key]:
+    for key in ("version", "headline", "kind", "language"):
+        if task.get(key) != known[key]:
             problems.append(Problem(where, f"task.{key}", f"{task[key]!r}: task {task['name']}'s {key} is "
                                                           f"{known[key]!r}"))
     if "config" in task and _essential_task(task["config"]) != _essential_task(known):
@@ -324,6 +324,15 @@ def _statistics_problems(run: dict, where: str) -> list[Problem]:
         if type(run.get(key)) is not int or run[key] != fixed:
             problems.append(Problem(where, f"run.{key}", f"{str(run.get(key))[:40]}: a published card's intervals use "
                                                          f"the suite's {key} {fixed} (run without {key}=)"))
+    budget = run.get("budget")
+    if isinstance(budget, dict):  # whether the run passed its limits follows from them and what it spent
+        over = any(isinstance(budget.get(limit), (int, float)) and isinstance(budget.get(spent), (int, float))
+                   and budget[spent] > budget[limit] for limit, spent in (("tokens", "spent_tokens"),
+                                                                          ("cost", "spent_cost")))
+        if budget.get("exceeded") is not over:
+            problems.append(Problem(where, "run.budget.exceeded", f"{str(budget.get('exceeded'))[:20]}: it spent "
+                                    f"{budget.get('spent_tokens')!r:.20} tokens and {budget.get('spent_cost')!r:.20} "
+                                    f"against limits {budget.get('tokens')!r:.20} and {budget.get('cost')!r:.20}"))
     return problems
 
 
