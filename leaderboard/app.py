@@ -182,8 +182,8 @@ def overview_page(cards: list, registry: dict) -> None:
 
 UNVERIFIED_NOTE = ("**Not verified, not ranked**: no verifier has re-run and signed these cards (tick \"Rank "
                    "unverified cards too\" to rank them beside the others, marked)")
-NONSTANDARD_NOTE = ("**Judged by a non-standard panel, not ranked**: their rates come from judges the suite has not "
-                    "measured as the task's")
+NONSTANDARD_NOTE = ("**Run with a non-standard panel, not ranked**: their rates come from judges the suite has not "
+                    "measured as the task's, or from another attacker than the task's")
 
 
 def apart_tables(split: T.Standing, frame_of=T.apart_frame, key: str = "") -> None:

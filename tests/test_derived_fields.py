@@ -179,3 +179,21 @@ def test_a_card_judged_by_a_renamed_judge_is_marked_non_standard(tmp_path):
     missing = copy.deepcopy(card)
     missing["judges"] = missing["judges"][:1]
     assert "not the task's panel" in panel_status(missing)
+
+
+def test_a_card_whose_attacker_is_not_its_tasks_is_marked_non_standard():
+    """Another attacker is another attack (the suite publishes Qwen as toxicchat's attacker as a task of its own):
+    a card that ran one, or cut its attacker's messages at the first space, is shown apart and never ranked."""
+    card = json.loads((S.SUBMISSIONS_DIR / "smollm2-135m-instruct" / "toxicchat.json").read_text())
+    assert panel_status(card) is None
+    other = copy.deepcopy(card)
+    other["attacker"]["config"] = json.loads((S.SUBMISSIONS_DIR / "smollm2-135m-instruct" /
+                                              "toxicchat_qwen_attacker.json").read_text())["attacker"]["config"]
+    assert "attacker 'qwen2.5-coder-1.5b-instruct' is not the task's 'smollm2-135m-instruct' as shipped" in \
+        panel_status(other)
+    cut = copy.deepcopy(card)
+    cut["attacker"]["config"].setdefault("generation", {})["stop"] = [" "]
+    assert "(generation: " in panel_status(cut)
+    none = copy.deepcopy(card)
+    none.pop("attacker")
+    assert panel_status(none) == "no attacker config on the card"

@@ -552,7 +552,7 @@ def test_the_overview_ranks_only_verified_cards_of_the_tasks_panel(standing_app,
     assert nonstandard.loc["signed-other-panel", "verified"] == "yes"  # verified, and still not ranked
     notes = [m.value for m in at.markdown]
     assert any(n.startswith("**Not verified, not ranked**") for n in notes), notes
-    assert any(n.startswith("**Judged by a non-standard panel, not ranked**") for n in notes), notes
+    assert any(n.startswith("**Run with a non-standard panel, not ranked**") for n in notes), notes
     shown = json.dumps([d.value.to_dict("list") for d in at.dataframe], default=str)
     assert "copied-signature" not in shown  # rejected: in no table
     assert any(t.value.startswith(f"copied-signature{os.sep}ricota.json: verification: ")

@@ -54,6 +54,32 @@ def panel_status(card: dict) -> str | None:
         if voter in pinned and config.get("sha256") != pinned[voter]:
             return (f"judge {step}: {shipped['name']}'s weights {str(config.get('sha256'))[:12]}… are not the "
                     f"published ones ({pinned[voter][:12]}…)")
+    return attacker_status(card)
+
+
+@functools.lru_cache(maxsize=None)
+def standard_attacker(task: str) -> dict | None:
+    """The task's declared attacker config as shipped, runtime fields left out (None: the task has no attacker)."""
+    from omegaconf import OmegaConf
+
+    cfg = compose([f"task={task}"])
+    attacker = cfg.get("attacker")
+    return _comparable(OmegaConf.to_container(attacker, resolve=True)) if attacker is not None else None
+
+
+def attacker_status(card: dict) -> str | None:
+    """None when a card's attacker is its task's declared one as shipped; else why not (another attacker is another
+    attack, which the suite publishes as a task of its own, such as toxicchat_qwen_attacker)."""
+    shipped = standard_attacker(card["task"]["name"])
+    given = (card.get("attacker") or {}).get("config") if isinstance(card.get("attacker"), dict) else None
+    if shipped is None or not isinstance(given, dict):
+        return None if shipped is None and given is None else (
+            "an attacker the task does not have" if shipped is None else "no attacker config on the card")
+    mine = _comparable(given)
+    if mine != shipped:
+        key = next(k for k in sorted(set(mine) | set(shipped)) if mine.get(k) != shipped.get(k))
+        return (f"attacker {str(given.get('name'))[:40]!r} is not the task's {shipped['name']!r} as shipped "
+                f"({key}: {str(mine.get(key))[:40]} where the task's has {str(shipped.get(key))[:40]})")
     return None
 
 
