@@ -64,6 +64,36 @@ def test_predictions_set_to_the_gold_labels_are_parsed_again_from_the_outputs(tm
                for p in found), found
 
 
+def test_an_output_the_models_backend_cannot_give_is_rejected(tmp_path):
+    """A model scored by log-likelihoods answers a finite log-probability per offered label, from which the answer
+    follows: an output replaced by the gold label's text, or numbers arranged to favour it that no log-probability
+    can be, are not its outputs (SafetyBench: accuracy to 100%)."""
+    folder = published(tmp_path, "qwen2.5-coder-0.5b-instruct", "safetybench_zh")
+    card = forge(folder, "safetybench_zh", lambda ss, card: [{**s, "output": s["target"], "prediction": s["target"]}
+                                                             for s in ss])
+    assert card["metrics"]["accuracy"]["value"] == 1.0
+    assert any(": output: is not what model backend hf gives (log-likelihoods here" in p
+               for p in problems(folder))
+
+    folder = published(tmp_path / "b", "qwen2.5-coder-0.5b-instruct", "safetybench_zh")
+    forge(folder, "safetybench_zh", lambda ss, card: [
+        {**s, "output": {k: (5.0 if k == s["target"] else v) for k, v in s["output"].items()}, "prediction": s["target"]}
+        for s in ss])
+    assert any(": output: is not a text, a classifier's verdict or log-likelihoods" in p for p in problems(folder))
+
+
+def test_a_probes_verdict_arranged_for_the_gold_label_is_rejected(tmp_path):
+    """A probe's vote follows from its margin, and its score is the sigmoid of its threshold plus that margin."""
+    folder = published(tmp_path, "harm-probe", "diasafety")
+
+    def flip(ss, card):
+        return [{**s, "output": {**s["output"], "unsafe": s["target"] != "Safe"},
+                 "prediction": "Safe" if s["target"] == "Safe" else "Unsafe"} for s in ss]
+
+    forge(folder, "diasafety", flip)
+    assert any(": output: " in p and "not a verdict model backend" in p for p in problems(folder))
+
+
 def test_a_record_marked_unmatched_beside_its_responses_is_rejected(tmp_path):
     folder = published(tmp_path, "blenderbot-small", "diasafety_chatbot")
 

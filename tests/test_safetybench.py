@@ -75,7 +75,7 @@ def test_log_likelihoods_rank_only_the_letters_a_question_offers(safetybench_roo
 
 def test_a_generated_letter_the_question_does_not_offer_is_invalid_also_when_checked_without_the_data(
         safetybench_root):
-    kind, records = kind_and_records(safetybench_root, "model.scoring=generate")
+    kind, records = kind_and_records(safetybench_root, "model=smollm2-135m-instruct", "model.scoring=generate")
     said = {"0": "答案是B", "1": "(C)", "2": "D", "3": "我不知道"}
     samples = kind.evaluate(records.items, Roles(model=FakeModel(
         generate=lambda r: said[r.messages[0]["content"].split("问题 ")[1][0]])))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from .. import BenchmarkError
 from .. import metrics as M
 from ..config import LabelConfig
 from ..models.cached import Failure
+from ..models.registry import backend_class
 from ..models.requests import Classify as ClassifyRequest, Generate, LogLikelihood, Replay
 from ..templates import render
 from ..text import pad, pct
@@ -230,6 +232,13 @@ class Classify(Kind):
         if spec.choices is not None and not self.single:
             raise BenchmarkError(f"{where}.choices: for a single question")
         self.generation = OmegaConf.to_container(model_cfg.generation, resolve=True)
+        # what this model's backend answers, as evaluate asks it: a recorded text, a classifier's verdict, a generated
+        # text, or a log-likelihood per offered label; a sample whose output has another form was not given by it
+        self.backend = backend_class(model_cfg)
+        self.model_cfg = model_cfg
+        ops = self.backend.operations
+        self.output_form = ("text" if "replay" in ops else "verdict" if "classify" in ops else
+                            "text" if self.scoring == "generate" else "log-likelihoods")
         names = {lab.name for lab in spec.labels}
         for verdict, label in spec.classifier_labels.items():
             if verdict not in ("unsafe", "safe") or label not in names:
@@ -467,6 +476,15 @@ class Classify(Kind):
         """The prediction, parsed again from what the model returned: a text by the task's parser, a classifier's
         verdict by classifier_labels, log-likelihoods by the best per byte."""
         out = sample.get("output")
+        form = ("text" if isinstance(out, str) else "verdict" if isinstance(out, dict) and "unsafe" in out else
+                "log-likelihoods" if isinstance(out, dict) else None)
+        if not sample.get("error") and form != self.output_form:
+            return [("output", f"is not what model backend {self.model_cfg.backend} gives ({self.output_form} "
+                               f"here, scoring {self.scoring})")]
+        if form == "verdict" and not sample.get("error"):
+            problem = self.backend.verdict_problem(self.model_cfg, out)
+            if problem:
+                return [("output", f"{problem[:200]}: not a verdict model backend {self.model_cfg.backend} gives")]
         if sample.get("error"):
             expected = {q.name: INVALID for q in self.questions}
         elif isinstance(out, str):
@@ -477,7 +495,8 @@ class Classify(Kind):
             expected = self._answers(self._classifier_label({**out, "category": hashed.get(out.get("category"),
                                                                                            out.get("category"))}))
         elif isinstance(out, dict) and out and self.single and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in out.values()):
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v <= 0
+                for v in out.values()):  # a log-probability: finite, at most 0
             labels = self.offered(self._known(sample))
             if set(out) != set(labels):
                 return [("output", f"log-likelihoods of {sorted(out)}; the record's labels are {list(labels)}")]
