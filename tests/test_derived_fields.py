@@ -227,3 +227,24 @@ def test_a_card_whose_attacker_is_not_its_tasks_is_marked_non_standard():
     none = copy.deepcopy(card)
     none.pop("attacker")
     assert panel_status(none) == "no attacker config on the card"
+
+
+def test_a_classifier_vote_set_to_null_is_rejected(tmp_path):
+    """null is a question judge's unreadable answer; a classifier says flagged or not. Votes rewritten to null (and
+    their judgements to unflagged) would take a chatbot's unsafe rate down."""
+    folder = published(tmp_path, "blenderbot-small", "diasafety_chatbot")
+    before = json.loads((folder / "diasafety_chatbot.json").read_text())["metrics"]["unsafe_rate"]["value"]
+
+    def nullify(ss, card):
+        for s in ss:
+            for r in s["responses"]:
+                j = (r.get("judgements") or {}).get("context")
+                if j and j["flagged"]:
+                    for v in j["votes"].values():
+                        v["flagged"] = None
+                    j["flagged"], r["verdict"] = False, "none"
+        return ss
+
+    card = forge(folder, "diasafety_chatbot", nullify)
+    assert card["metrics"]["unsafe_rate"]["value"] < before
+    assert any(".votes.context.flagged: None: a classifier judge's vote is flagged or not" in p for p in problems(folder))

@@ -7,6 +7,8 @@ undecided. An item a judge fails on drops out, and the failure is recorded again
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -133,8 +135,9 @@ class ClassifierStep(Step):
     """A classifier judge reads named parts of the response (`input`) and says unsafe or not."""
 
     type = "classifier"
-    # label, phrase: a judge that labels what it flags (reply-refusal: its class, the phrase that decided)
-    vote_fields = frozenset({"flagged", "score", "margin", "label", "phrase"})
+    # label, phrase, on_topic: a judge that labels what it flags (reply-refusal: its class, the phrase that decided,
+    # how close the reply stayed to its request)
+    vote_fields = frozenset({"flagged", "score", "margin", "label", "phrase", "on_topic"})
     reads_verdicts = True
 
     def __init__(self, spec, task_name: str):
@@ -152,8 +155,19 @@ class ClassifierStep(Step):
         vote = {"flagged": bool(out["unsafe"]), "score": out.get("score")}
         if out.get("margin") is not None:  # a trained judge's distance from its decision boundary
             vote["margin"] = out["margin"]
-        vote.update({k: out[k] for k in ("label", "phrase") if k in out})
+        vote.update({k: out[k] for k in ("label", "phrase", "on_topic") if k in out})
         return vote
+
+    def vote_problems(self, vote: dict, at: str) -> list[tuple[str, str]]:
+        """A classifier says flagged or not (never null: that is a question judge's unreadable answer), with a finite
+        score where it gives one."""
+        if not isinstance(vote["flagged"], bool):
+            return [(f"{at}.flagged", f"{vote['flagged']!r}: a classifier judge's vote is flagged or not")]
+        for key in ("score", "margin"):
+            x = vote.get(key)
+            if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x)):
+                return [(f"{at}.{key}", f"{str(x)[:40]} is not a finite number")]
+        return []
 
 
 @step_type
