@@ -160,6 +160,9 @@ def test_validation_holds_a_cards_figures_and_flags_to_the_record(compose, tmp_p
     forged["judging_validation"]["flagged"] = "0" * forged["judging_validation"]["n"]
     assert [(p.field, "shipped record" in p.message) for p in record_problems(forged, kind, "card")] == [
         ("judges[1].measured.diasafety", True), ("judging_validation.flagged", True)]
+    made_up = json.loads(json.dumps(card))  # figures on a set the suite does not have
+    made_up["judges"][0]["measured"]["handpicked"] = made_up["judges"][0]["measured"]["diasafety"]
+    assert [p.field for p in record_problems(made_up, kind, "card")] == ["judges[0].measured.handpicked"]
 
 
 def test_the_shipped_record_is_what_the_code_computes(compose):

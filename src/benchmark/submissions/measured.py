@@ -35,9 +35,15 @@ def record_problems(card: dict, kind, where: str) -> list[Problem]:
     """The card's figures and flags that are not what the shipped record gives for its judges (`kind`: the card's
     task, made as its scoring makes it)."""
     record, sets = shipped(), sets_named()
-    if not record.outcomes:
-        return []
     problems = []
+    for i, judge in enumerate(card.get("judges", [])):
+        unknown = sorted(k for k in (judge.get("measured") or {}) if k not in sets) \
+            if isinstance(judge.get("measured"), dict) else []
+        if unknown:
+            problems.append(Problem(where, f"judges[{i}].measured.{str(unknown[0])[:40]}",
+                                    "is not a labelled set of the suite (conf/judge_validation.yaml)"))
+    if not record.outcomes:
+        return problems
     keys = [_config_key(j) for j in card.get("judges", [])]
     for i, (judge, key) in enumerate(zip(card.get("judges", []), keys)):
         measured = judge.get("measured")
