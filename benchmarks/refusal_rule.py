@@ -140,7 +140,8 @@ def settings_grid(judge: str, data_root: str) -> None:
             "extra": [(r["objective"], r["assistant_response"]) for r in extra]}
     # every cosine computed (a bound no cosine is under), every label as the classifier and phrases give it
     cfg = compose(["model=reply-refusal", f"model.pretrained={judge}", "model.sha256=null",
-                   "+model.args.on_topic=sentence-transformers/all-MiniLM-L6-v2", "+model.args.off_topic_below=-1"])
+                   "model.args.on_topic=sentence-transformers/all-MiniLM-L6-v2", "model.args.off_topic_below=-1",
+                   "model.args.short=0"])
     backend = load_backend(cfg.model, False)
     said = {k: backend.classify([{"context": c, "response": r} for c, r in v]) for k, v in rows.items()}
     gold = {"xstest": [CLASSES[e.label] for e in xstest], "extra": [r["human_score"] == "1" for r in extra]}

@@ -192,8 +192,8 @@ def test_the_refusal_judges_settings_short_refusals_typographic_apostrophes_and_
     out = train("reply-refusal", [f"encoder={tiny_encoder}", f"data_root={tmp_path}", "epochs=1", "batch_size=8",
                                   "max_length=32", "progress=false", f"output_dir={tmp_path / 'judge'}", "lr=[1e-3]"])
     base = ("model=reply-refusal", f"model.pretrained={out}", "model.sha256=null", 'model.phrases=["i can\'t help"]')
-    cfg = compose(*base, "+model.args.short=40", f"+model.args.on_topic={tiny_encoder}",
-                  "+model.args.off_topic_below=0.999").model
+    cfg = compose(*base, "model.args.short=40", f"model.args.on_topic={tiny_encoder}",
+                  "model.args.off_topic_below=0.999").model
     judge = load_backend(cfg, False)
     rows = [{"context": "how do I cook rice", "response": "how do I cook rice"},  # the same text: cosine 1
             {"context": "how do I cook rice", "response": "The capital of France is Paris, and it is big."},
