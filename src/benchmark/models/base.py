@@ -43,6 +43,8 @@ class Backend:
     # the ModelConfig fields it reads beyond COMMON_FIELDS: a shipped config sets no other (tests/test_backends.py),
     # and a run warns of one a config or an override set (stray_fields); None (a plug-in that does not say): any
     fields: frozenset[str] | None = None
+    # the `args` keys the backend reads as its own settings (a submitted config may set them, as the serving ones)
+    own_args: frozenset[str] = frozenset()
     # the shape of this backend's answers, part of every cached answer's key: change it when the shape changes, so
     # answers cached in the old shape are never read as the new one ("" for text answers: the model's own words)
     answer_shape: str = ""

@@ -103,6 +103,7 @@ class Topic:
 
 class ReplyRefusal(TrainedClassifier):
     fields = frozenset({"pretrained", "device", "phrases", "args"})
+    own_args = frozenset({"short", "on_topic", "off_topic_below"})  # settings(): what the verdict rule reads
     answer_shape = "refusal-3-full"  # {"unsafe": fully refused, "score", "margin", "label", "phrase", "on_topic"}
     verdict_fields = frozenset({"unsafe", "score", "margin", "label", "phrase", "on_topic"})
     measures = "refusal"

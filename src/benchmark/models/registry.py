@@ -65,6 +65,19 @@ def model_kind(name) -> str:
     return getattr(cls, "model_kind", "other") if isinstance(cls, type) and issubclass(cls, Backend) else "other"
 
 
+def own_args(name) -> frozenset[str]:
+    """The `args` keys backend NAME reads as its own settings (none for a backend not installed here)."""
+    target = _target(name)
+    if target is None:
+        return frozenset()
+    module, _, attr = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError):
+        return frozenset()
+    return getattr(cls, "own_args", frozenset()) if isinstance(cls, type) and issubclass(cls, Backend) else frozenset()
+
+
 def backend_class(cfg) -> type[Backend]:
     name = cfg.backend
     target = _target(name)

@@ -14,7 +14,7 @@ from typing import Any, get_args, get_type_hints
 
 from .. import safe_yaml
 from ..config import ModelConfig
-from ..models.registry import backend_names, known_backend
+from ..models.registry import backend_names, known_backend, own_args
 from ..models.weights import valid_split_weights
 from ..paths import SHIPPED, shipped_name
 from .base import MAX_CONFIG_BYTES, Problem
@@ -123,9 +123,10 @@ def _value_problems(data: dict, prefix: str, allow_remote_code: bool, types: boo
     if args is not None and not isinstance(args, dict):
         problems.append(Problem("", f"{prefix}args", "must be a mapping of backend arguments"))
         args = {}
-    for key in sorted(set(args or {}) - ALLOWED_ARGS - {"trust_remote_code"}):
+    allowed = ALLOWED_ARGS | (own_args(backend) if known_backend(backend) else frozenset())
+    for key in sorted(set(args or {}) - allowed - {"trust_remote_code"}):
         problems.append(Problem("", f"{prefix}args.{key}", "not allowed in a submitted config; allowed: "
-                                                           f"{', '.join(sorted(ALLOWED_ARGS))}"))
+                                                           f"{', '.join(sorted(allowed))}"))
     remote = data.get("trust_remote_code") not in (None, False) or (args or {}).get("trust_remote_code") not in (
         None, False)
     if remote and not allow_remote_code:
