@@ -440,3 +440,15 @@ def test_recall_takes_a_cards_answers_when_only_its_figures_are_stale(tmp_path, 
     edit_card(folder, lambda card: card["dataset"].update(sha256="0" * 64), card_path.name)
     with pytest.raises(BenchmarkError, match=r"(?s)does not validate.*dataset\.sha256: 0{64} is not the hash"):
         recall(card_path, str(data_root), tmp_path / "other-cache")
+
+
+def test_a_backends_own_settings_are_allowed_in_args_and_no_other_backends():
+    """A backend declares the args it reads as its own settings (reply-refusal's verdict rule); a submitted config of
+    another backend may not set them."""
+    from benchmark.submissions.configs import check_model_config
+
+    refusal = {"name": "reply-refusal", "backend": "reply-refusal", "pretrained": "judges/reply-refusal",
+               "args": {"short": 300, "on_topic": "sentence-transformers/all-MiniLM-L6-v2", "off_topic_below": 0.3}}
+    assert [p.field for p in check_model_config(refusal, "model.yaml")] == []
+    other = {"name": "x", "backend": "profanity-check", "args": {"short": 300}}
+    assert [p.field for p in check_model_config(other, "model.yaml")] == ["args.short"]
