@@ -129,9 +129,9 @@ def labelled(vs, data_root: str | None, classes: list[str] = ()) -> Labelled:
         raise BenchmarkError(f"{where}: the set declares no training rows (`train:` in conf/judge_validation.yaml)")
     if vs.train.val is None and not 0 < vs.train.val_share < 1:
         raise BenchmarkError(f"{where}.val_share={vs.train.val_share}: use a share between 0 and 1")
-    examples, keys = _examples(vs, data_root, vs.train.data, classes, where)
+    examples, keys, _ = _examples(vs, data_root, vs.train.data, classes, where)
     if vs.train.val is not None:  # a file of its own: nothing carved
-        val, _ = _examples(vs, data_root, vs.train.val, classes, f"{where}.val")
+        val, _, _ = _examples(vs, data_root, vs.train.val, classes, f"{where}.val")
         if len({e.label for e in val}) < 2:
             raise BenchmarkError(f"{where}.val: {vs.train.val.path} holds one label only; validation needs both")
         return Labelled(examples, val)
@@ -141,8 +141,8 @@ def labelled(vs, data_root: str | None, classes: list[str] = ()) -> Labelled:
     return Labelled([e for e, h in zip(examples, held) if not h], [e for e, h in zip(examples, held) if h])
 
 
-def _examples(vs, data_root: str | None, data, classes, where: str) -> tuple[list[Example], list[str]]:
-    """A training file's rows as examples (their hash checked where it is pinned), and each row's key."""
+def _examples(vs, data_root: str | None, data, classes, where: str) -> tuple[list[Example], list[str], list[dict]]:
+    """A training file's rows as examples (their hash checked where it is pinned), each row's key, and the rows."""
     rows = labelled_rows(vs, data_root, data, where)
     if not rows:
         raise BenchmarkError(f"{where}: {data.path} has no rows")
@@ -153,7 +153,7 @@ def _examples(vs, data_root: str | None, data, classes, where: str) -> tuple[lis
     labels = row_classes(vs, rows, list(classes), where) if classes else human_labels(vs, rows, where)
     examples = [Example(parts.get("context"), parts.get("response", ""), label)
                 for parts, label in zip(inputs, labels)]
-    return examples, [_row_key(row, parts) for row, parts in zip(rows, inputs)]
+    return examples, [_row_key(row, parts) for row, parts in zip(rows, inputs)], rows
 
 
 def more_rows(cfg, sets: dict) -> list[Example]:
@@ -166,8 +166,7 @@ def more_rows(cfg, sets: dict) -> list[Example]:
             raise BenchmarkError(f"{where}: set={more.set!r} is not a set of conf/judge_validation.yaml with training "
                                  f"rows ({', '.join(sorted(k for k, s in sets.items() if s.train is not None))})")
         vs = sets[more.set]
-        examples, keys = _examples(vs, cfg.data_root, vs.train.data, (), where)
-        rows = labelled_rows(vs, cfg.data_root, vs.train.data, where)
+        examples, keys, rows = _examples(vs, cfg.data_root, vs.train.data, (), where)
         held = (np.zeros(len(rows), dtype=bool) if vs.train.val is not None else
                 carve(keys, [e.label for e in examples], vs.train.val_share, vs.train.val_seed))
         for row, example, h in zip(rows, examples, held):

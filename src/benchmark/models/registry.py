@@ -52,30 +52,27 @@ def _target(name) -> str | None:
     return BUILTIN.get(name) or plugins().get(name) or (BUILTIN["hf"] if known_backend(name) else None)
 
 
-def model_kind(name) -> str:
-    """What kind of model a backend runs (Backend.model_kind), "other" for a backend not installed here."""
+def _installed(name) -> type[Backend] | None:
+    """Backend NAME's class where it is installed here, else None."""
     target = _target(name)
     if target is None:
-        return "other"
+        return None
     module, _, attr = target.partition(":")
     try:
         cls = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError):
-        return "other"
-    return getattr(cls, "model_kind", "other") if isinstance(cls, type) and issubclass(cls, Backend) else "other"
+        return None
+    return cls if isinstance(cls, type) and issubclass(cls, Backend) else None
+
+
+def model_kind(name) -> str:
+    """What kind of model a backend runs (Backend.model_kind), "other" for a backend not installed here."""
+    return getattr(_installed(name), "model_kind", "other")
 
 
 def own_args(name) -> frozenset[str]:
     """The `args` keys backend NAME reads as its own settings (none for a backend not installed here)."""
-    target = _target(name)
-    if target is None:
-        return frozenset()
-    module, _, attr = target.partition(":")
-    try:
-        cls = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError):
-        return frozenset()
-    return getattr(cls, "own_args", frozenset()) if isinstance(cls, type) and issubclass(cls, Backend) else frozenset()
+    return getattr(_installed(name), "own_args", frozenset())
 
 
 def backend_class(cfg) -> type[Backend]:
