@@ -166,6 +166,7 @@ def overview_page(cards: list, registry: dict) -> None:
     st.download_button("Download this table (CSV)", lambda frame=frame: T.to_csv(frame), "leaderboard.csv", "text/csv")
     if not points.empty:
         st.vega_lite_chart(spec=C.headline_chart(points), width="content")
+    tradeoff_chart([c for c in chosen if c.summary.model in listed], registry)
     apart_tables(split)
     st.markdown("**What the columns mean** (↑ higher is better, ↓ lower is better; judge F1: the task's judging "
                 "procedure against human labels, from the card's own outcome on its labelled set; rank: on the column ranked "
@@ -184,6 +185,16 @@ UNVERIFIED_NOTE = ("**Not verified, not ranked**: no verifier has re-run and sig
                    "unverified cards too\" to rank them beside the others, marked)")
 NONSTANDARD_NOTE = ("**Run with a non-standard panel, not ranked**: their rates come from judges the suite has not "
                     "measured as the task's, or from another attacker than the task's")
+
+
+def tradeoff_chart(cards: list, registry: dict, highlight: str | None = None) -> None:
+    """Safety against over-refusal, from the over-refusal cards among `cards` (none: nothing drawn)."""
+    frame = T.tradeoff(cards, registry)
+    if frame.empty:
+        return
+    st.subheader("Safety and over-refusal")
+    st.caption(C.TRADEOFF_NOTE)
+    st.vega_lite_chart(spec=C.tradeoff_chart(frame, highlight), width="content", key=f"tradeoff_{highlight or ''}")
 
 
 def apart_tables(split: T.Standing, frame_of=T.apart_frame, key: str = "") -> None:
@@ -307,6 +318,9 @@ def models_page(cards: list, registry: dict) -> None:
             by = frame["by"].iloc[0]
             spec = C.family_chart(frame[frame["by"] == by], by, task, prefix=f"{task['name']}: ")
             st.vega_lite_chart(spec=spec, width="stretch")
+    if not T.tradeoff(mine, registry).empty:  # this model's figures among the ranked ones of every other model
+        others = [c for c in T.standing(cards).ranked if c.summary.model != name]
+        tradeoff_chart(others + mine, registry, highlight=name)
     sample_browser(mine, registry)
 
 

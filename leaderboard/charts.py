@@ -42,6 +42,36 @@ def headline_chart(points: pd.DataFrame) -> dict:
                      "there are more)", "datasets": datasets, "vconcat": panels}
 
 
+TRADEOFF_NOTE = ("How to read it: each point is a model, each whisker its 95% interval. Left is safer (fewer unsafe "
+                 "prompts answered in full), lower is more helpful (fewer safe prompts refused): the corner near zero "
+                 "on both is the goal. A model near the top refuses what it should answer; one far right answers what "
+                 "it should refuse.")
+
+
+def tradeoff_chart(frame: pd.DataFrame, highlight: str | None = None) -> dict:
+    """Safety against over-refusal: unsafe prompts answered in full (x) and safe prompts refused (y), each point's
+    intervals as whiskers both ways, its model named beside it; `highlight`: the model a page is about."""
+    frame = frame.assign(shown=frame["model"].eq(highlight).map({True: highlight, False: "other models"})
+                         if highlight else "models")
+    colour = _field("shown", "nominal", title=None)
+    axis = {"x": _field("unsafe", title="unsafe prompts answered in full (%)", scale={"domain": [0, 100]}),
+            "y": _field("over", title="safe prompts refused, fully or in part (%)", scale={"domain": [0, 100]})}
+    tooltip = [_field("model", "nominal"), _field("task", "nominal"),
+               *(_field(n, format=".1f") for n in ("unsafe", "unsafe_low", "unsafe_high", "over", "over_low",
+                                                    "over_high"))]
+    return {"title": "Safety and over-refusal: each model with both figures and their 95% intervals",
+            "datasets": {"tradeoff": frame.reset_index(drop=True)}, "data": {"name": "tradeoff"},
+            "width": 560, "height": 420,
+            "layer": [{"mark": {"type": "rule"}, "encoding": {"x": _field("unsafe_low"), "x2": {"field": "unsafe_high"},
+                                                               "y": axis["y"], "color": colour}},
+                      {"mark": {"type": "rule"}, "encoding": {"y": _field("over_low"), "y2": {"field": "over_high"},
+                                                               "x": axis["x"], "color": colour}},
+                      {"mark": {"type": "point", "filled": True, "size": 70},
+                       "encoding": {**axis, "color": colour, "tooltip": tooltip}},
+                      {"mark": {"type": "text", "align": "left", "dx": 7, "dy": -7, "fontSize": 11},
+                       "encoding": {**axis, "text": _field("model", "nominal")}}]}
+
+
 def bars(frame: pd.DataFrame, title: str) -> dict:
     """One panel per group, a bar per model with its CI as a whisker (a whisker over an x-offset bar would sit at
     the bar's edge, so the groups are facets)."""

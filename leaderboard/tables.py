@@ -27,7 +27,11 @@ METRIC_NOTES = {
                              "specificity measured on human labels; the interval resamples those labels too) (%)",
     "turn_unsafe_rate": "share of the target's replies that the judges flag (%)",
     "corrected_turn_unsafe_rate": "that share corrected for the judges' errors (Rogan-Gladen) (%)",
+    "over_refusal": "share of safe prompts that only sound unsafe which the model refuses, fully or in part, as the "
+                    "refusal judge labels its replies (%)",
 }
+# the two sides of a refusal: an over-refusal task's headline, and its rate of unsafe prompts answered in full
+OVER_REFUSAL, UNSAFE_COMPLIANCE = "over_refusal", "unsafe_compliance"
 
 
 def parse_size(text) -> float | None:
@@ -184,6 +188,25 @@ def headlines(cards: list, registry: dict) -> pd.DataFrame:
                      "value": shown(m), "ci_low": k * m.ci_low, "ci_high": k * m.ci_high,
                      "better": task.get("better", "higher"), "verified": summary.verified})
     return pd.DataFrame(rows, columns=["task", "column", "model", "value", "ci_low", "ci_high", "better", "verified"])
+
+
+def tradeoff(cards: list, registry: dict) -> pd.DataFrame:
+    """Each card of an over-refusal task (headline over_refusal, beside it unsafe_compliance): the share of unsafe
+    prompts the model answered in full (x) and of safe prompts it refused (y), in %, each with its 95% interval."""
+    rows = []
+    for c in cards:
+        task = registry.get(c.summary.task) or {}
+        if task.get("headline") != OVER_REFUSAL:
+            continue
+        unsafe = c.card["metrics"].get(UNSAFE_COMPLIANCE)
+        if not isinstance(unsafe, dict):
+            continue
+        over, unsafe = c.summary.headline, Metric.of(unsafe)
+        rows.append({"model": c.summary.model, "task": c.summary.task, "verified": c.summary.verified,
+                     **{f"{name}{part}": 100 * getattr(m, field) for name, m in (("unsafe", unsafe), ("over", over))
+                        for part, field in (("", "value"), ("_low", "ci_low"), ("_high", "ci_high"))}})
+    return pd.DataFrame(rows, columns=["model", "task", "verified", "unsafe", "unsafe_low", "unsafe_high", "over",
+                                       "over_low", "over_high"])
 
 
 def ranks(points: pd.DataFrame) -> dict[str, int]:

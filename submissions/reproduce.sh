@@ -44,6 +44,8 @@ CARDS=(
   "qwen2.5-coder-1.5b-instruct goal_direct_multijail" "qwen2.5-coder-1.5b-instruct safetybench_zh"
   "qwen2.5-coder-1.5b-instruct kosbi" "qwen2.5-coder-1.5b-instruct multijail_en_zh_ko_sw"
   "smollm2-135m-instruct toxicchat_qwen_attacker"
+  "gpt-4-xstest xstest" "llama-2-70b-chat-xstest xstest" "llama-2-70b-chat-sysprompt-xstest xstest"
+  "mistral-7b-instruct-xstest xstest" "mistral-7b-instruct-guardrail-xstest xstest"
 )
 if [ $# -gt 0 ]; then
   for card in "$@"; do

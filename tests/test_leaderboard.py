@@ -32,7 +32,7 @@ SERVER = REPO / "leaderboard" / "serve.py"  # how the board is served: app.py's 
 # the published folders the board is shown, and the cards of each it is shown
 PUBLISHED = {"profanity-check": ("diasafety",), "diasafety-detector": ("diasafety",),
              "blenderbot-small": ("diasafety_chatbot",), "dialogpt-small": ("diasafety_chatbot",),
-             "ricota-solar": ("ricota",)}
+             "ricota-solar": ("ricota",), "gpt-4-xstest": ("xstest",), "mistral-7b-instruct-xstest": ("xstest",)}
 # a model name with Markdown and HTML entities: either would make an element or another text on a page that rendered
 # it (a folder's name holds none of < > : " / \\ | ? *, so raw HTML is the organisation's, below)
 HOSTILE = "&lt;b&gt; ![x](x) [y](z) _e_ `c`"
@@ -317,6 +317,57 @@ def test_overview_chart_shows_each_headline_with_its_ci(app, fixture_root):
     tasks = {r["task"] for r in rows}
     assert len(chart["vconcat"]) == len(tasks) >= 3  # one panel per task
     assert {"rule", "point"} <= _marks(chart)
+
+
+def _tradeoff(at) -> tuple[dict, list[dict]]:
+    """The safety and over-refusal chart on a page, and its points."""
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    element = next(e for e in at.main if e.type in ("vega_lite_chart", "arrow_vega_lite_chart")
+                   and json.loads(e.proto.spec).get("data") == {"name": "tradeoff"})
+    return json.loads(element.proto.spec), [r for d in element.proto.datasets
+                                            for r in convert_arrow_bytes_to_pandas_df(d.data.data).to_dict("records")]
+
+
+def test_overview_draws_safety_against_over_refusal_with_both_intervals(app, fixture_root):
+    at = app.run()
+    assert not at.exception
+    chart, rows = _tradeoff(at)
+    assert sorted(r["model"] for r in rows) == ["gpt-4-xstest", "mistral-7b-instruct-xstest"]
+    for r in rows:
+        metrics = json.loads((fixture_root / r["model"] / "xstest.json").read_text())["metrics"]
+        for name, key in (("unsafe", "unsafe_compliance"), ("over", "over_refusal")):
+            m = metrics[key]
+            assert (r[name], r[f"{name}_low"], r[f"{name}_high"]) == pytest.approx(
+                (100 * m["value"], 100 * m["ci_low"], 100 * m["ci_high"]))
+    # whiskers both ways, the points, and each model named beside its point
+    rules = [layer["encoding"] for layer in chart["layer"] if layer["mark"]["type"] == "rule"]
+    assert {(e.get("x", {}).get("field"), e.get("x2", {}).get("field")) for e in rules} >= {("unsafe_low", "unsafe_high")}
+    assert {(e.get("y", {}).get("field"), e.get("y2", {}).get("field")) for e in rules} >= {("over_low", "over_high")}
+    assert {"point", "text"} <= _marks(chart)
+    assert any("corner near zero on both is the goal" in c.value for c in at.caption)
+    # Mistral without a system prompt answers most unsafe prompts: it sits right of GPT-4, and lower
+    by = {r["model"]: r for r in rows}
+    assert by["mistral-7b-instruct-xstest"]["unsafe"] > 50 > by["gpt-4-xstest"]["unsafe"]
+
+
+def test_a_model_page_shows_its_model_marked_among_the_others_on_the_tradeoff(app):
+    at = app
+    at.query_params["page"] = "Models"
+    at.query_params["model"] = "gpt-4-xstest"
+    at.run()
+    assert not at.exception
+    chart, rows = _tradeoff(at)
+    assert {r["model"]: r["shown"] for r in rows} == {"gpt-4-xstest": "gpt-4-xstest",
+                                                      "mistral-7b-instruct-xstest": "other models"}
+    # a model without an over-refusal card has no such chart
+    from streamlit.testing.v1 import AppTest
+
+    other = AppTest.from_file(str(APP), default_timeout=120)
+    other.query_params.update(page="Models", model="blenderbot-small")
+    other.run()
+    assert not other.exception and "blenderbot" in other.title[0].value
+    assert _charts(other) and not any(c.get("data") == {"name": "tradeoff"} for c in _charts(other))
 
 
 def test_ranks_count_only_the_models_an_interval_apart():
@@ -1287,6 +1338,13 @@ def test_in_a_browser(fixture_root, tmp_path):
             texts = wait.until(table_text)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         browser.save_screenshot(str(ARTIFACTS / "leaderboard-overview.png"))
+        # the safety and over-refusal chart, drawn: its heading, then a chart that holds a drawing
+        tradeoff = ("//h3[contains(., 'Safety and over-refusal')]/following::*[@data-testid='stVegaLiteChart'][1]"
+                    "//*[local-name()='canvas' or local-name()='svg']")
+        chart = wait.until(EC.presence_of_element_located((By.XPATH, tradeoff)))
+        browser.execute_script("arguments[0].scrollIntoView();", chart)
+        assert chart.size["width"] > 300 and chart.size["height"] > 200
+        browser.save_screenshot(str(ARTIFACTS / "leaderboard-tradeoff.png"))
         value = headline(fixture_root, "diasafety-detector", "diasafety")
         row = texts.index("diasafety-detector")
         assert any(abs(float(t) - value) < 1e-6 for t in texts[row:row + 4] if t.replace(".", "").isdigit())
@@ -1328,3 +1386,9 @@ def test_in_a_browser(fixture_root, tmp_path):
         assert "attacker, turn 1" in turns[0] and "target, turn 1" in turns[1]
         assert "target reply 2 **not bold**" in turns[3]
         browser.save_screenshot(str(ARTIFACTS / "leaderboard-conversation.png"))
+
+        # a model with an over-refusal card: the chart on its page too
+        browser.get(f"http://127.0.0.1:{port}/?page=Models&model=gpt-4-xstest")
+        chart = wait.until(EC.presence_of_element_located((By.XPATH, tradeoff)))
+        browser.execute_script("arguments[0].scrollIntoView();", chart)
+        browser.save_screenshot(str(ARTIFACTS / "leaderboard-model-tradeoff.png"))
