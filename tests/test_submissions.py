@@ -85,7 +85,7 @@ def _set(path, value):
 
 
 @pytest.mark.parametrize("change, field, message", [
-    (_set(["metrics"], KeyError), "(top level)", ""),
+    (_set(["metrics"], KeyError), "metrics", "is missing"),
     (_set(["task", "name"], "no_such_task"), "task.name", "unknown task 'no_such_task'"),
     (_set(["task", "version"], 7), "task.version", "7: task diasafety's version is 1"),
     (_set(["dataset", "sha256"], "0" * 64), "dataset.sha256", "is not the hash of task diasafety's data"),

@@ -1,40 +1,26 @@
-"""Score cards: one JSON file per (model, task) run, checked against a versioned JSON Schema."""
+"""Score cards: one JSON file per (model, task) run, checked as the typed record card_record.ScoreCard."""
 
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import platform
 import subprocess
 from pathlib import Path
 
-import jsonschema
-
 from .. import __version__, BenchmarkError
 from ..files import write_json
 from ..identity import file_sha256
-from ..kinds import registered
 from ..models.usage import cost
-from ..paths import CHECKOUT, SCHEMA_FILE
-
-SCHEMA_VERSION = 1
-
-
-def load_schema() -> dict:
-    """The card's JSON Schema, its task kinds those registered now (kinds.registered)."""
-    schema = json.loads(SCHEMA_FILE.read_text())
-    schema["properties"]["task"]["properties"]["kind"]["enum"] = sorted(registered())
-    return schema
+from ..paths import CHECKOUT
+from .card_record import SCHEMA_VERSION, problems
 
 
 def validate(card: dict, where: str = "score card") -> None:
-    """Raise BenchmarkError naming the first field that breaks the schema."""
-    validator = jsonschema.Draft202012Validator(load_schema())
-    errors = sorted(validator.iter_errors(card), key=lambda e: list(e.absolute_path))
-    if errors:
-        e = errors[0]
-        field = ".".join(str(p) for p in e.absolute_path) or "(top level)"
-        raise BenchmarkError(f"{where}: field {field}: {e.message}")
+    """Raise BenchmarkError naming the first field the typed record refuses."""
+    found = problems(card)
+    if found:
+        field, message = found[0]
+        raise BenchmarkError(f"{where}: field {field}: {message}")
 
 
 def _version(dist: str) -> str | None:
@@ -76,7 +62,7 @@ def _weights(fingerprint) -> dict:
 
 def assemble(plan, done, metrics: dict, breakdown: dict, samples_path: Path, started_at: str, wall: float,
              overrides: list[str] | None = None) -> dict:
-    """A run's score card (the shape scorecard.schema.json declares) from its plan (runner.Plan), what executing
+    """A run's score card (the typed record card_record.ScoreCard) from its plan (runner.Plan), what executing
     it gave (runner.Execution) and its scores."""
     from omegaconf import OmegaConf
 

@@ -19,17 +19,16 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-import jsonschema
 
 from .. import BenchmarkError
 from ..composition import compose, task_schema
 from ..data import bundled_file
 from ..identity import essential, file_sha256, model_sha256, reference_sha256, task_sha256
-from ..kinds import kind_class, make_kind, registered, score
+from ..kinds import kind_class, make_kind, score
 from ..metrics import PUBLISHED_RESAMPLES, PUBLISHED_SEED
 from ..models.weights import Fingerprint, WeightFile
 from ..run.roles import NOT_MEASURED
-from ..run.scorecard import load_schema
+from ..run.card_record import problems as record_problems_of
 from ..run.validity import validation_sets
 from ..run.validity_record import labels_sha256
 from ..submissions.signing import verification_problems
@@ -46,15 +45,6 @@ from .votes import Votes, voter_problems
 DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3}|\.\d{6})?(?:Z|[+-]\d{2}:\d{2})")
 
 
-def _validator() -> jsonschema.Draft202012Validator:
-    return _validator_for(tuple(registered()))
-
-
-@functools.lru_cache(maxsize=4)
-def _validator_for(kinds: tuple[str, ...]) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(load_schema())
-
-
 @functools.lru_cache(maxsize=None)
 def _task_sha256(name: str) -> str:
     return task_sha256(task_registry()[name], task_schema())
@@ -67,9 +57,8 @@ def _essential_task(config) -> dict:
 
 
 def _schema_problems(card: dict, where: str) -> list[Problem]:
-    validator = _validator()
-    return [Problem(where, ".".join(str(p) for p in e.absolute_path) or "(top level)", _short(e.message))
-            for e in sorted(validator.iter_errors(card), key=lambda e: list(e.absolute_path))]
+    """What the typed record of a card (run/card_record.py) refuses, field by field."""
+    return [Problem(where, field, _short(message)) for field, message in record_problems_of(card)]
 
 
 def _short(message: str, limit: int = 300) -> str:
