@@ -46,6 +46,7 @@ CARDS=(
   "smollm2-135m-instruct toxicchat_qwen_attacker"
   "gpt-4-xstest xstest" "llama-2-70b-chat-xstest xstest" "llama-2-70b-chat-sysprompt-xstest xstest"
   "mistral-7b-instruct-xstest xstest" "mistral-7b-instruct-guardrail-xstest xstest"
+  "smollm2-135m-instruct xstest"
 )
 if [ $# -gt 0 ]; then
   for card in "$@"; do
