@@ -102,7 +102,7 @@ def test_a_card_with_a_number_that_is_not_one_is_rejected_at_its_field(folder):
     (["run", "seed"], -1, "run.seed: ", "-1"),
     (["run", "bootstrap"], 10**9, "run.bootstrap: 1000000000 resamples; validation draws them again", ""),
     (["run", "judge_calls"], {"x": 1.5}, "run.judge_calls.x: ", "1.5"),
-    (["run", "note"], "anything", "run: ", "'note'"),
+    (["run", "note"], "anything", "run.note: ", "not a field"),
 ])
 def test_every_run_field_is_typed_and_checked(folder, field, value, message, names):
     edit_card(folder, _set(field, value))

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstraints, Tag, ValidationError, \
     field_validator
 
+from ..kinds import registered
+
 SCHEMA_VERSION = 1
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
@@ -79,8 +81,6 @@ class Task(Record):
     @field_validator("kind")
     @classmethod
     def _registered(cls, kind: str) -> str:
-        from ..kinds import registered
-
         if kind not in registered():
             raise ValueError(f"{kind[:40]!r} is not a task kind of the suite ({', '.join(sorted(registered()))})")
         return kind
@@ -336,6 +336,10 @@ def _message(err: dict) -> str:
         return "is not a field of the score card here"
     if err["type"] == "missing":
         return "is missing"
+    number = err["input"]
+    if err["type"] in ("float_type", "finite_number") and isinstance(number, (int, float)) \
+            and not isinstance(number, bool):  # NaN, or an integer past float's range
+        return f"{str(number)[:40]} is not a finite number"
     return f"{err['msg']} (got {err['input']!r:.60})"
 
 
