@@ -30,7 +30,7 @@ Bits = Annotated[str, StringConstraints(pattern=r"^[01]+$")]
 Currency = Annotated[str, StringConstraints(pattern=r"^[A-Za-z]{1,8}$")]
 # no whitespace and none of the characters Markdown or HTML give a meaning: a metric's name is shown as it is
 MetricName = Annotated[str, StringConstraints(pattern=r"^[^\s\[\](){}<>*`!|\\$&#~\"']{1,200}$")]
-Role = Annotated[str, StringConstraints(pattern=r"^(model|attacker|judge [A-Za-z0-9_.-]{1,64})$")]
+RoleKey = Annotated[str, StringConstraints(pattern=r"^(model|attacker|judge [A-Za-z0-9_.-]{1,64})$")]
 Commit = Annotated[str, StringConstraints(pattern=r"^([0-9a-f]{40}|[0-9a-f]{64})$")]
 
 
@@ -97,13 +97,18 @@ class Metadata(Record):
     url: Optional[str] = None
 
 
-class Model(Record):
+class Role(Record):
+    """A model the run asked (the model measured, or a dialogue attack's attacker): its config as it ran."""
+
     name: Name
     backend: Name
     config_sha256: Sha256
-    metadata: Metadata
     config: Dict[str, Any]
     weights: Weights = None
+
+
+class Model(Role):
+    metadata: Metadata
 
 
 class Malformed(Record):
@@ -181,7 +186,7 @@ class Run(Record):
     git_commit: Optional[Commit] = Field(description="the suite's commit (null: an installed package, whose "
                                                      "version says)")
     overrides: List[str] = Field(None, description="the command line's overrides (key=value), as given")
-    tokens: Dict[Role, Tokens] = Field(None, description="tokens read (prompt) and written (completion) per role: "
+    tokens: Dict[RoleKey, Tokens] = Field(None, description="tokens read (prompt) and written (completion) per role: "
                                                          "model, attacker, 'judge KEY'; cached_*: answers the "
                                                          "response cache gave")
     cost: Cost = None
@@ -246,14 +251,6 @@ class Judge(Record):
     evaluation: Dict[str, Any] = None
 
 
-class Attacker(Record):
-    name: str
-    backend: str
-    config_sha256: Sha256
-    config: Dict[str, Any]
-    weights: Weights = None
-
-
 class RecordCheck(Record):
     n: Positive
     differ: Count
@@ -314,7 +311,7 @@ class ScoreCard(Record):
     run: Run
     samples: Samples
     judges: List[Judge] = None
-    attacker: Attacker = None
+    attacker: Role = None
     verification: Verification = None
     judging_validation: Either("why the procedure was not measured", JudgingValidation) = None
 
