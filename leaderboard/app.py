@@ -264,7 +264,7 @@ def tasks_page(cards: list, registry: dict) -> None:
     else:
         st.info("No verified score card judged by the task's panel for this task yet: its cards are listed below.")
     apart_tables(split, lambda apart: task_apart(apart, name), key="task_")
-    metrics = dict.fromkeys(m for c in on_task for m in c.card["metrics"])
+    metrics = dict.fromkeys(m for c in on_task for m in c.record.metrics)
     notes = [f"- **{esc(m)}**: {esc(T.METRIC_NOTES[m])}" for m in metrics if m in T.METRIC_NOTES]
     if notes:
         st.markdown("\n".join(notes))
@@ -347,11 +347,11 @@ def sample_browser(mine: list, registry: dict) -> None:
     try:
         from benchmark.kinds import kind_class  # the kinds import numpy and jinja2: only where samples are shown
 
-        kind = kind_class(card.card["task"]["kind"])
+        kind = kind_class(card.record.task.kind)
         rows = [_summary(s, kind) for s in samples(str(card.samples_path), _file_signature(card.samples_path))]
     except Exception as e:  # a samples file changed since it was checked
         reason = str(e).replace(str(submissions_root()) + os.sep, "")
-        st.error(esc(f"The samples file {card.card['samples']['file']} cannot be read: {type(e).__name__}: {reason}"))
+        st.error(esc(f"The samples file {card.record.samples.file} cannot be read: {type(e).__name__}: {reason}"))
         return
     pages = max(1, -(-len(rows) // PAGE_SIZE))
     page = st.number_input(f"Page (of {pages}, {PAGE_SIZE} samples each)", 1, pages, 1, key="sample_page")

@@ -127,17 +127,17 @@ def tokens_frame(cards: list) -> pd.DataFrame:
     role's speed in new tokens per second of waiting, and the cost where its model declares prices."""
     rows = []
     for c in cards:
-        run = c.card["run"]
-        cost = (run.get("cost") or {}).get("by_role", {})
-        for role, t in (run.get("tokens") or {}).items():
-            new = t["prompt"] + t["completion"]
-            seconds = (run.get("seconds") or {}).get(role) or 0
-            rows.append({"task": c.card["task"]["name"], "role": role, "prompt tokens": t["prompt"],
-                         "completion tokens": t["completion"],
-                         "cached tokens": t["cached_prompt"] + t["cached_completion"],
+        run = c.record.run
+        cost = run.cost.by_role if run.cost is not None else {}
+        for role, t in (run.tokens or {}).items():
+            new = t.prompt + t.completion
+            seconds = (run.seconds or {}).get(role) or 0
+            spent = cost.get(role)
+            rows.append({"task": c.summary.task, "role": role, "prompt tokens": t.prompt,
+                         "completion tokens": t.completion, "cached tokens": t.cached_prompt + t.cached_completion,
                          "tokens/s": round(new / seconds, 1) if new and seconds else None,
-                         "not counted": t["uncounted"], "counted by": ", ".join(t["counted_by"]),
-                         "cost": (f"{cost[role]['amount']:.4f} {cost[role]['currency']}" if role in cost else "")})
+                         "not counted": t.uncounted, "counted by": ", ".join(t.counted_by),
+                         "cost": f"{spent.amount:.4f} {spent.currency}" if spent is not None else ""})
     return pd.DataFrame(rows)
 
 
@@ -155,12 +155,12 @@ def overview(cards: list, registry: dict) -> pd.DataFrame:
         task = registry[summary.task]
         m = summary.headline
         if not summary.verified:
-            unverified.setdefault(summary.model, []).append(task["name"])
+            unverified.setdefault(summary.model, []).append(summary.task)
         cells[(summary.model, headline_column(task))] = shown(m)
-        cells[(summary.model, f"{task['name']} · 95% CI")] = ci_text(m)
+        cells[(summary.model, f"{summary.task} · 95% CI")] = ci_text(m)
         if summary.judge is not None:
-            cells[(summary.model, f"{task['name']} · judge F1")] = round(summary.judge.f1, 1)
-            judged.add(task["name"])
+            cells[(summary.model, f"{summary.task} · judge F1")] = round(summary.judge.f1, 1)
+            judged.add(summary.task)
     models = frame["model"].tolist()
     for t in tasks:
         for col, missing in ((headline_column(registry[t]), None), (f"{t} · 95% CI", ""),
@@ -184,7 +184,7 @@ def headlines(cards: list, registry: dict) -> pd.DataFrame:
         task = registry[summary.task]
         m = summary.headline
         k = 100 if m.is_share else 1
-        rows.append({"task": task["name"], "column": headline_column(task), "model": summary.model,
+        rows.append({"task": summary.task, "column": headline_column(task), "model": summary.model,
                      "value": shown(m), "ci_low": k * m.ci_low, "ci_high": k * m.ci_high,
                      "better": task.get("better", "higher"), "verified": summary.verified})
     return pd.DataFrame(rows, columns=["task", "column", "model", "value", "ci_low", "ci_high", "better", "verified"])
@@ -198,8 +198,8 @@ def tradeoff(cards: list, registry: dict) -> pd.DataFrame:
         task = registry.get(c.summary.task) or {}
         if task.get("headline") != OVER_REFUSAL:
             continue
-        unsafe = c.card["metrics"].get(UNSAFE_COMPLIANCE)
-        if not isinstance(unsafe, dict):
+        unsafe = c.record.metrics.get(UNSAFE_COMPLIANCE)
+        if unsafe is None:
             continue
         over, unsafe = c.summary.headline, Metric.of(unsafe)
         rows.append({"model": c.summary.model, "task": c.summary.task, "verified": c.summary.verified,
@@ -247,7 +247,7 @@ def task_frame(cards: list, task: str) -> pd.DataFrame:
         row = {"model": summary.model, "verified": verified_text(summary.verified), "n": summary.n,
                "reads the task's language": reads_language(c), "judges on human labels": judge_text(summary.judge),
                "panel": c.panel or "the task's"}
-        for name, m in c.card["metrics"].items():
+        for name, m in c.record.metrics.items():
             m = Metric.of(m)
             row[name] = shown(m)
             row[f"{name} · 95% CI"] = ci_text(m)
@@ -259,7 +259,7 @@ def reads_language(c) -> str:
     """Whether the model's declared languages include its task's: an English classifier's row on a Korean task is a
     baseline that cannot read the text, and the board says so beside its score. Blank where the task has several
     languages or the model declares none."""
-    task, languages = c.card["task"].get("language"), c.summary.metadata.get("languages") or []
+    task, languages = c.record.task.language, c.summary.metadata.get("languages") or []
     if task in (None, "multi") or not languages:
         return ""
     return "yes" if task in languages else f"no: reads {', '.join(map(str, languages))}"
@@ -307,12 +307,12 @@ def to_csv(frame: pd.DataFrame) -> bytes:
 
 def model_row(c, task: dict) -> dict:
     """One card's row in a model's table of cards."""
-    card, summary = c.card, c.summary
+    card, summary = c.record, c.summary
     m = summary.headline
-    judge_error = card["breakdown"].get("judge_error") if isinstance(card["breakdown"], dict) else None
-    fixed = card["metrics"].get((judge_error or {}).get("corrected")) if isinstance(judge_error, dict) else None
-    fixed = Metric.of(fixed) if isinstance(fixed, dict) else None
-    return {"task": task["name"], "headline": task["headline"], "value": shown(m), "95% CI": ci_text(m),
+    judge_error = card.breakdown.get("judge_error")
+    fixed = card.metrics.get(judge_error.get("corrected")) if isinstance(judge_error, dict) else None
+    fixed = Metric.of(fixed) if fixed is not None else None
+    return {"task": summary.task, "headline": task["headline"], "value": shown(m), "95% CI": ci_text(m),
             "corrected for judge error": (f"{judge_error['corrected']}: {shown(fixed):.1f} {ci_text(fixed)}"
                                           if fixed is not None else
                                           str(judge_error.get("corrected", "")) if isinstance(judge_error, dict)
@@ -320,9 +320,9 @@ def model_row(c, task: dict) -> dict:
             "judges on human labels": judge_text(summary.judge),
             "panel": c.panel or "the task's",
             "better": task.get("better", "higher"), "n": summary.n,
-            "verified": verified_text(summary.verified), "run": card["run"]["started_at"],
-            "suite commit": (card["run"]["git_commit"] or "")[:10],
-            "judges": ", ".join(f"{j['step']}: {j['name']}" for j in card.get("judges", []))}
+            "verified": verified_text(summary.verified), "run": card.run.started_at,
+            "suite commit": (card.run.git_commit or "")[:10],
+            "judges": ", ".join(f"{j.step}: {j.name}" for j in card.judges or [])}
 
 
 LANGUAGES = {"en": "English", "zh": "Chinese", "ko": "Korean", "multi": "Several languages"}

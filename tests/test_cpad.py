@@ -9,6 +9,7 @@ import pytest
 from conftest import run_cli
 
 from benchmark.submissions import rules
+from benchmark.run.card_record import ScoreCard
 
 # (prompt, judge_question, judge_target, attack, type, category, domain, recorded target response,
 #  the three judges' answers)
@@ -121,7 +122,7 @@ def test_asr_by_hand_with_three_voting_judges(cpad):
     for s in samples:
         for r in s["responses"]:
             r["refusal"] = False
-    assert rules.rescored(card, samples)[0]["refusal_rate"]["value"] == pytest.approx(2 / 7)
+    assert rules.rescored(ScoreCard.model_validate(card), samples)[0]["refusal_rate"]["value"] == pytest.approx(2 / 7)
     assert b["ties"] == {"goal": 1}
     # per group, with Chinese names intact: 角色扮演 = records 0 (success) and 4 (success); 文本补全 = 1, 5 (fails)
     assert m["asr.attack.角色扮演"]["value"] == pytest.approx(1.0)

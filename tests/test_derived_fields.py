@@ -19,6 +19,7 @@ from benchmark.submissions import samples as SF
 from benchmark.submissions.panel import panel_status
 from benchmark.paths import REPO_ROOT
 from benchmark.cli.submit import validate
+from benchmark.run.card_record import ScoreCard
 
 
 def published(tmp_path: Path, model: str, task: str) -> Path:
@@ -38,7 +39,7 @@ def forge(folder: Path, task: str, change) -> dict:
     path, card_path = folder / f"{task}.samples.jsonl.gz", folder / f"{task}.json"
     card = json.loads(card_path.read_text())
     samples = change(copy.deepcopy(S.read_samples(path)), card)
-    metrics, breakdown = rules.rescored(card, samples)
+    metrics, breakdown = rules.rescored(ScoreCard.model_validate(card), samples)
     card.update(metrics=metrics, breakdown=breakdown)
     card["samples"].update(sha256=SF.write_samples(samples, path), n=len(samples))
     card_path.write_text(json.dumps(card))
@@ -190,43 +191,43 @@ def test_a_reordered_samples_file_gives_the_same_intervals(tmp_path):
     stated["samples"]["sha256"] = SF.write_samples(samples[::-1], path)
     (folder / "diasafety.json").write_text(json.dumps(stated))
     assert problems(folder) == []  # the stated intervals are still the ones the reversed file gives
-    metrics, _ = rules.rescored(stated, samples[::-1])
+    metrics, _ = rules.rescored(ScoreCard.model_validate(stated), samples[::-1])
     assert metrics == stated["metrics"]
 
 
 def test_a_card_judged_by_a_renamed_judge_is_marked_non_standard(tmp_path):
     card = json.loads((S.SUBMISSIONS_DIR / "blenderbot-small" / "diasafety_chatbot.json").read_text())
-    assert panel_status(card) is None
+    assert panel_status(ScoreCard.model_validate(card)) is None
     forged = copy.deepcopy(card)
     context = next(j for j in forged["judges"] if j["step"] == "context")
     context["config"].update(backend="profanity-check", threshold=0.99)  # still called diasafety-detector
     assert "judge context: 'diasafety-detector' is not the task's 'diasafety-detector' as shipped (backend" in \
-        panel_status(forged)
+        panel_status(ScoreCard.model_validate(forged))
     other = copy.deepcopy(card)
     next(j for j in other["judges"] if j["step"] == "context")["config"]["sha256"] = "0" * 64
     pinned = yaml.safe_load((REPO_ROOT / "conf" / "model" / "diasafety-detector.yaml").read_text())["sha256"]
-    assert f"weights 000000000000… are not the published ones ({pinned[:12]}…)" in panel_status(other)
+    assert f"weights 000000000000… are not the published ones ({pinned[:12]}…)" in panel_status(ScoreCard.model_validate(other))
     missing = copy.deepcopy(card)
     missing["judges"] = missing["judges"][:1]
-    assert "not the task's panel" in panel_status(missing)
+    assert "not the task's panel" in panel_status(ScoreCard.model_validate(missing))
 
 
 def test_a_card_whose_attacker_is_not_its_tasks_is_marked_non_standard():
     """Another attacker is another attack (the suite publishes Qwen as toxicchat's attacker as a task of its own):
     a card that ran one, or cut its attacker's messages at the first space, is shown apart and never ranked."""
     card = json.loads((S.SUBMISSIONS_DIR / "smollm2-135m-instruct" / "toxicchat.json").read_text())
-    assert panel_status(card) is None
+    assert panel_status(ScoreCard.model_validate(card)) is None
     other = copy.deepcopy(card)
     other["attacker"]["config"] = json.loads((S.SUBMISSIONS_DIR / "smollm2-135m-instruct" /
                                               "toxicchat_qwen_attacker.json").read_text())["attacker"]["config"]
     assert "attacker 'qwen2.5-coder-1.5b-instruct' is not the task's 'smollm2-135m-instruct' as shipped" in \
-        panel_status(other)
+        panel_status(ScoreCard.model_validate(other))
     cut = copy.deepcopy(card)
     cut["attacker"]["config"].setdefault("generation", {})["stop"] = [" "]
-    assert "(generation: " in panel_status(cut)
+    assert "(generation: " in panel_status(ScoreCard.model_validate(cut))
     none = copy.deepcopy(card)
     none.pop("attacker")
-    assert panel_status(none) == "no attacker config on the card"
+    assert panel_status(ScoreCard.model_validate(none)) == "no attacker config on the card"
 
 
 def test_a_classifier_vote_set_to_null_is_rejected(tmp_path):

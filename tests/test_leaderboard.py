@@ -25,6 +25,7 @@ from benchmark.submissions import configs
 from benchmark.submissions import samples as SF
 from benchmark.kinds import kind_class
 from benchmark.submissions.rules import rescored
+from benchmark.run.card_record import ScoreCard
 
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "leaderboard" / "app.py"
@@ -103,7 +104,7 @@ def _dialogue_card(dst: Path) -> None:
     sha = SF.write_samples(samples, dst / "toxicchat.samples.jsonl.gz")
     card = json.loads((dst / "toxicchat.json").read_text())
     card["samples"] = {"file": "toxicchat.samples.jsonl.gz", "sha256": sha, "n": N_SEEDS}
-    card["metrics"], card["breakdown"] = rescored(card, samples)  # what validation derives from the samples
+    card["metrics"], card["breakdown"] = rescored(ScoreCard.model_validate(card), samples)  # what validation derives from the samples
     card["metrics_version"] = kind_class(card["task"]["kind"]).metrics_version()  # the metrics rescored has
     counts = {"prompt": 1200, "completion": 300, "cached_prompt": 50, "cached_completion": 10, "uncounted": 0}
     card["run"]["tokens"] = {"model": {**counts, "counted_by": ["tokenizer"]},
@@ -1098,8 +1099,10 @@ def test_view_never_reads_a_samples_file_outside_the_run_folder(tmp_path, monkey
     assert [c.path.parent for c in loaded.cards] == [good]
     assert sorted(Path(p.path).parent.name for p in loaded.rejected) == ["absolute", "climbing", "symlinked"]
     assert all("leads outside" in p.message for p in loaded.rejected), loaded.rejected
+    leading_out = json.loads((good / "scorecard.json").read_text())
+    leading_out["samples"]["file"] = str(outside)
     with pytest.raises(BenchmarkError, match="leads outside"):
-        S.Card(good / "scorecard.json", {"samples": {"file": str(outside)}}, {}).samples_path
+        S.Card(good / "scorecard.json", leading_out, {}).samples_path
 
     monkeypatch.setenv("BENCHMARK_RUNS", str(runs))
     monkeypatch.delenv("BENCHMARK_DATA_ROOT", raising=False)

@@ -120,10 +120,10 @@ def test_verify_counts_a_vote_at_the_boundary_as_agreeing_either_way():
     assert _near_boundary(sample(NEAR_BOUNDARY / 2)) and _near_boundary(sample(-NEAR_BOUNDARY))
     assert not _near_boundary(sample(3 * NEAR_BOUNDARY)) and not _near_boundary({"responses": []})
     # the labelled set's flags differ only where the verifier's own judges were at the boundary
-    assert _same_flags("0110", {"flagged": "0100", "near": "0010"})
-    assert not _same_flags("0110", {"flagged": "0100", "near": "0001"})
-    assert not _same_flags("0110", {"flagged": "0100"})  # a card made before margins were recorded: exact
-    assert not _same_flags("011", {"flagged": "0110", "near": "1111"})
+    assert _same_flags("0110", "0100", "0010")
+    assert not _same_flags("0110", "0100", "0001")
+    assert not _same_flags("0110", "0100", None)  # a card made before margins were recorded: exact
+    assert not _same_flags("011", "0110", "1111")
 
 
 def test_a_published_detector_card_verifies_on_this_clone(data_root, tmp_path):

@@ -19,6 +19,7 @@ from benchmark.run.runner import run
 from benchmark.identity import file_sha256
 from benchmark.cli.submit import main as submit_main
 from benchmark.cli.submit import package, validate, verify
+from benchmark.run.card_record import ScoreCard
 
 SEED = "profanity-check"  # a published folder every test can copy: one card on diasafety
 
@@ -129,15 +130,16 @@ def test_each_card_rule_rejects_with_file_and_field(folder, change, field, messa
 
 
 def test_a_gap_between_two_rates_may_be_negative_but_a_share_may_not():
+    from benchmark.run.card_record import Metric
     from benchmark.submissions.rules import _metric_problems
 
-    def card(name, value, low, high):
-        return {"task": {"headline": name}, "metrics": {name: {"value": value, "ci_low": low, "ci_high": high}}}
+    def problems(name, value, low, high):
+        return _metric_problems(name, {name: Metric(value=value, ci_low=low, ci_high=high, n=1)}, "c.json")
 
-    assert _metric_problems(card("asr_gap.language.ko", -0.013, -0.076, 0.051), "c.json") == []
-    assert [p.message for p in _metric_problems(card("asr_gap.language.ko", -0.5, -1.2, 0.1), "c.json")] == [
+    assert problems("asr_gap.language.ko", -0.013, -0.076, 0.051) == []
+    assert [p.message for p in problems("asr_gap.language.ko", -0.5, -1.2, 0.1)] == [
         "a difference of two shares must lie in [-1, 1]; got {'value': -0.5, 'ci_low': -1.2, 'ci_high': 0.1}"]
-    assert "a share must lie in [0, 1]" in _metric_problems(card("asr.language.ko", 0.1, -0.1, 0.2), "c.json")[0].message
+    assert "a share must lie in [0, 1]" in problems("asr.language.ko", 0.1, -0.1, 0.2)[0].message
 
 
 def test_a_self_made_verification_is_rejected(folder, verifier_key):
@@ -381,7 +383,7 @@ def test_verify_catches_submitted_predictions_the_model_does_not_make(compose, d
     for s in samples:  # a submitter who claims perfect predictions (and the metrics that follow from them)
         s["prediction"] = s["target"]
     sha = SF.write_samples(samples, samples_path)
-    metrics, breakdown = rules.rescored(json.loads(out.read_text()), samples)
+    metrics, breakdown = rules.rescored(ScoreCard.model_validate_json(out.read_text()), samples)
     edit_card(out.parent, _set(["samples", "sha256"], sha))
     edit_card(out.parent, _set(["metrics"], metrics))
     edit_card(out.parent, _set(["breakdown"], breakdown))

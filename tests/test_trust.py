@@ -23,6 +23,7 @@ from benchmark.submissions import rules
 from benchmark.submissions import samples as SF
 from benchmark.cli.submit import main as submit_main
 from benchmark.cli.submit import package, validate, verify
+from benchmark.run.card_record import ScoreCard
 
 
 def _forge(folder: Path, change) -> list[dict]:
@@ -31,7 +32,7 @@ def _forge(folder: Path, change) -> list[dict]:
     path = folder / "diasafety.samples.jsonl.gz"
     card = json.loads((folder / "diasafety.json").read_text())
     samples = change(S.read_samples(path), card)
-    metrics, breakdown = rules.rescored(card, samples)
+    metrics, breakdown = rules.rescored(ScoreCard.model_validate(card), samples)
     card.update(metrics=metrics, breakdown=breakdown)
     card["samples"].update(sha256=SF.write_samples(samples, path), n=len(samples))
     (folder / "diasafety.json").write_text(json.dumps(card))

@@ -17,6 +17,7 @@ from benchmark.config import DataConfig
 from benchmark.labelled import ValidationSet
 from benchmark.run.validity import measure
 from benchmark.run.runner import run
+from benchmark.run.card_record import ScoreCard
 
 
 def test_precision_recall_and_specificity_by_hand(compose, tmp_path):
@@ -111,7 +112,7 @@ def test_the_card_carries_the_corrected_rate_beside_the_raw_one(compose, chatbot
 
     kind = make_kind(OmegaConf.merge(OmegaConf.structured(task_schema()), card["task"]["config"]),
                      OmegaConf.merge(OmegaConf.structured(ModelConfig), card["model"]["config"]))
-    metrics, breakdown = rescored(card, list(read_samples(path.parent / "samples.jsonl").values()), kind)
+    metrics, breakdown = rescored(ScoreCard.model_validate(card), list(read_samples(path.parent / "samples.jsonl").values()), kind)
     assert metrics == card["metrics"] and breakdown["judge_error"] == judge_error
 
 

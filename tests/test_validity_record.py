@@ -147,22 +147,23 @@ def test_validation_holds_a_cards_figures_and_flags_to_the_record(compose, tmp_p
                                                                    chatbot_set, record_file):
     from benchmark.judge.measure import measure
     from benchmark.submissions.measured import record_problems
+    from benchmark.run.card_record import ScoreCard
     from benchmark.submissions.rules import _kind
 
     card, _ = replay_run(compose, chatbot_root, *PINNED_JUDGES, "validity_record=false")
-    kind = _kind(card)
-    assert record_problems(card, kind, "card") == []  # an empty record checks nothing
+    kind = _kind(ScoreCard.model_validate(card))
+    assert record_problems(ScoreCard.model_validate(card), kind, "card") == []  # an empty record checks nothing
     measure(["diasafety_chatbot", f"data_root={chatbot_root}", f"cache_dir={tmp_path / 'maintainer'}",
              "task.attack.samples=3", *PINNED_JUDGES])
-    assert record_problems(card, kind, "card") == []  # a measured card is what the record gives
+    assert record_problems(ScoreCard.model_validate(card), kind, "card") == []  # a measured card is what the record gives
     forged = json.loads(json.dumps(card))
     forged["judges"][1]["measured"]["diasafety"]["recall"]["value"] = 0.99
     forged["judging_validation"]["flagged"] = "0" * forged["judging_validation"]["n"]
-    assert [(p.field, "shipped record" in p.message) for p in record_problems(forged, kind, "card")] == [
+    assert [(p.field, "shipped record" in p.message) for p in record_problems(ScoreCard.model_validate(forged), kind, "card")] == [
         ("judges[1].measured.diasafety", True), ("judging_validation.flagged", True)]
     made_up = json.loads(json.dumps(card))  # figures on a set the suite does not have
     made_up["judges"][0]["measured"]["handpicked"] = made_up["judges"][0]["measured"]["diasafety"]
-    assert [p.field for p in record_problems(made_up, kind, "card")] == ["judges[0].measured.handpicked"]
+    assert [p.field for p in record_problems(ScoreCard.model_validate(made_up), kind, "card")] == ["judges[0].measured.handpicked"]
 
 
 def test_the_shipped_record_is_what_the_code_computes(compose):

@@ -16,6 +16,7 @@ from benchmark import submissions as S
 from benchmark.submissions import rules
 from benchmark.submissions import samples as SF
 from benchmark.cli.submit import _roles
+from benchmark.run.card_record import ScoreCard
 
 CHATBOT = "blenderbot-small"  # a published replay judged in two steps: profanity-check, then the detector
 
@@ -35,7 +36,7 @@ def _forge(folder: Path, task: str, change) -> None:
     path, card_path = folder / f"{task}.samples.jsonl.gz", folder / f"{task}.json"
     card = json.loads(card_path.read_text())
     samples = change(S.read_samples(path), card)
-    metrics, breakdown = rules.rescored(card, samples)
+    metrics, breakdown = rules.rescored(ScoreCard.model_validate(card), samples)
     card.update(metrics=metrics, breakdown=breakdown)
     card["samples"].update(sha256=SF.write_samples(samples, path), n=len(samples))
     card_path.write_text(json.dumps(card))
@@ -128,8 +129,8 @@ def test_a_classifier_verdict_against_its_threshold_is_refused(tmp_path):
 def test_a_voter_named_as_another_role_is_refused_and_roles_are_keyed_by_what_they_are(chatbot):
     card = json.loads((chatbot / "diasafety_chatbot.json").read_text())
     card["judges"][0]["voter"] = "model"
-    assert set(_roles(card)) == {"model", "judge:model", "judge:context"}
-    assert _roles(card)["model"] == card["model"]["config"]  # the model stays the model
+    assert set(_roles(ScoreCard.model_validate(card))) == {"model", "judge:model", "judge:context"}
+    assert _roles(ScoreCard.model_validate(card))["model"] == card["model"]["config"]  # the model stays the model
     (chatbot / "diasafety_chatbot.json").write_text(json.dumps(card))
     found = problems_of(chatbot)
     assert any("judges[0].voter: 'model' is the name of another role" in p for p in found), found[:5]
@@ -174,19 +175,19 @@ def test_a_model_config_that_changes_what_a_chatbot_task_measures_is_not_standar
     from benchmark.submissions.panel import protocol_status
 
     card = json.loads((chatbot / "diasafety_chatbot.json").read_text())
-    assert protocol_status(card) is None
+    assert protocol_status(ScoreCard.model_validate(card)) is None
     card["model"]["config"]["generation"]["until"] = [" "]  # every answer cut at its first word
-    assert protocol_status(card) == ("the model's generation.until is [' ']; task diasafety_chatbot runs every model "
+    assert protocol_status(ScoreCard.model_validate(card)) == ("the model's generation.until is [' ']; task diasafety_chatbot runs every model "
                                      "at [] (its protocol fixes do_sample, max_new_tokens, temperature, top_p)")
     card["model"]["config"]["generation"].update(until=[], max_new_tokens=1)  # fixed by the task: it has no effect
-    assert protocol_status(card) is None
+    assert protocol_status(ScoreCard.model_validate(card)) is None
 
 
 def test_no_published_card_is_off_its_tasks_protocol():
     from benchmark.submissions.panel import protocol_status
 
     cards = [json.loads(p.read_text()) for p in S.SUBMISSIONS_DIR.glob("*/*.json")]
-    assert cards and [c["model"]["name"] for c in cards if protocol_status(c)] == []
+    assert cards and [c["model"]["name"] for c in cards if protocol_status(ScoreCard.model_validate(c))] == []
 
 
 # ------------------------------------------------------------------------------------- smaller

@@ -19,17 +19,21 @@ from pathlib import Path
 from .. import BenchmarkError
 from ..files import inside
 from ..kinds import kind_class
+from ..run import scorecard
+from ..run.card_record import ScoreCard
 from ..run.folder import read_samples
 from ..submissions import read_card
 from .submit import validate
 
 
-def _run(folder: Path) -> tuple[dict, list[dict]]:
+def _run(folder: Path) -> tuple[ScoreCard, list[dict]]:
     card_path = folder / "scorecard.json"
     if not card_path.is_file():
         raise BenchmarkError(f"{folder}: no scorecard.json; export a finished run's folder")
-    card = read_card(card_path)
-    samples = inside(folder, card["samples"]["file"], f"{card_path}: samples.file")
+    raw = read_card(card_path)
+    scorecard.validate(raw, str(card_path))
+    card = ScoreCard.model_validate(raw)
+    samples = inside(folder, card.samples.file, f"{card_path}: samples.file")
     return card, list(read_samples(samples).values())
 
 
@@ -57,8 +61,8 @@ def to_inspect(folder: Path, out: Path | None = None) -> Path:
     from inspect_ai.scorer import Score
 
     card, samples = _run(folder)
-    kind = kind_class(card["task"]["kind"])
-    task, model = card["task"], card["model"]
+    kind = kind_class(card.task.kind)
+    task, model = card.task, card.model
     eval_samples = []
     for s in samples:
         messages = _messages(kind, s)
@@ -67,27 +71,26 @@ def to_inspect(folder: Path, out: Path | None = None) -> Path:
         eval_samples.append(EvalSample(
             id=s["id"], epoch=1, input=prompt, target=json.dumps(s.get("target"), ensure_ascii=False)
             if s.get("target") is not None else "", messages=messages,
-            scores={task["name"]: Score(value=json.dumps(kind.verdicts(s), ensure_ascii=False),
+            scores={task.name: Score(value=json.dumps(kind.verdicts(s), ensure_ascii=False),
                                         answer=json.dumps(answer, ensure_ascii=False)[:2000],
                                         explanation=s.get("error") or None)},
             metadata={k: s[k] for k in ("group", "input") if k in s}, error=None))
-    metrics = {name: EvalMetric(name=name, value=m["value"], metadata={"ci_low": m["ci_low"], "ci_high": m["ci_high"],
-                                                                       "n": m["n"]})
-               for name, m in card["metrics"].items()}
+    metrics = {name: EvalMetric(name=name, value=m.value, metadata={"ci_low": m.ci_low, "ci_high": m.ci_high,
+                                                                     "n": m.n})
+               for name, m in card.metrics.items()}
     log = EvalLog(
         status="success",
-        eval=EvalSpec(created=card["run"]["started_at"], task=task["name"], task_version=task["version"],
-                      dataset=EvalDataset(name=task["name"], location=card["dataset"]["source"],
-                                          samples=card["dataset"]["n"]),
-                      model=f"{model['backend']}/{model['name']}", config=EvalConfig(limit=card["run"]["limit"]),
-                      model_args={"config": model["config"]}, metadata={"benchmark_card": {
-                          k: card[k] for k in ("task", "dataset") if k in card}}),
+        eval=EvalSpec(created=card.run.started_at, task=task.name, task_version=task.version,
+                      dataset=EvalDataset(name=task.name, location=card.dataset.source, samples=card.dataset.n),
+                      model=f"{model.backend}/{model.name}", config=EvalConfig(limit=card.run.limit),
+                      model_args={"config": model.config}, metadata={"benchmark_card": {
+                          "task": task.model_dump(exclude_unset=True),
+                          "dataset": card.dataset.model_dump(exclude_unset=True)}}),
         results=EvalResults(total_samples=len(samples), completed_samples=len(samples),
-                            scores=[EvalScore(name=task["name"], scorer=f"benchmark:{task['kind']}",
-                                              metrics=metrics)]),
+                            scores=[EvalScore(name=task.name, scorer=f"benchmark:{task.kind}", metrics=metrics)]),
         samples=eval_samples,
     )
-    out = Path(out or folder / f"{task['name']}.eval")
+    out = Path(out or folder / f"{task.name}.eval")
     write_eval_log(log, str(out))
     return out
 
@@ -97,30 +100,30 @@ def to_lm_eval(folder: Path, out: Path | None = None) -> Path:
     from lm_eval.loggers import EvaluationTracker
 
     card, _ = _run(folder)
-    task, model = card["task"], card["model"]
-    results = {task["name"]: {"alias": task["name"]}}
-    for name, m in card["metrics"].items():
-        results[task["name"]][f"{name},none"] = m["value"]
-        results[task["name"]][f"{name}_stderr,none"] = (m["ci_high"] - m["ci_low"]) / (2 * 1.96)
-    better = task["config"].get("better", "higher") if isinstance(task.get("config"), dict) else "higher"
+    task, model, run = card.task, card.model, card.run
+    figures = {"alias": task.name}
+    for name, m in card.metrics.items():
+        figures[f"{name},none"] = m.value
+        figures[f"{name}_stderr,none"] = (m.ci_high - m.ci_low) / (2 * 1.96)
+    better = (task.config or {}).get("better", "higher")
     document = {
-        "results": results,
-        "group_subtasks": {task["name"]: []},
-        "configs": {task["name"]: task.get("config") or {"task": task["name"]}},
-        "versions": {task["name"]: task["version"]},
-        "n-shot": {task["name"]: 0},
-        "higher_is_better": {task["name"]: {task["headline"]: better == "higher"}},
-        "n-samples": {task["name"]: {"original": card["dataset"]["n_total"], "effective": card["dataset"]["n"]}},
-        "config": {"model": model["backend"], "model_args": model["config"], "limit": card["run"]["limit"],
-                   "bootstrap_iters": card["run"]["bootstrap"], "random_seed": card["run"]["seed"]},
-        "git_hash": card["run"]["git_commit"],
-        "date": card["run"]["started_at"],
+        "results": {task.name: figures},
+        "group_subtasks": {task.name: []},
+        "configs": {task.name: task.config or {"task": task.name}},
+        "versions": {task.name: task.version},
+        "n-shot": {task.name: 0},
+        "higher_is_better": {task.name: {task.headline: better == "higher"}},
+        "n-samples": {task.name: {"original": card.dataset.n_total, "effective": card.dataset.n}},
+        "config": {"model": model.backend, "model_args": model.config, "limit": run.limit,
+                   "bootstrap_iters": run.bootstrap, "random_seed": run.seed},
+        "git_hash": run.git_commit,
+        "date": run.started_at,
     }
     out = Path(out or folder / "lm-eval")
     tracker = EvaluationTracker(output_path=str(out))
-    tracker.general_config_tracker.model_name_sanitized = model["name"]
+    tracker.general_config_tracker.model_name_sanitized = model.name
     tracker.save_results_aggregated(results=document, samples=None)
-    return max((out / model["name"]).glob("results_*.json"))
+    return max((out / model.name).glob("results_*.json"))
 
 
 def to_hub(folder: Path, repo: str, token: str | None = None, endpoint: str | None = None) -> str:

@@ -33,6 +33,7 @@ from ..models.base import Backend, Reach
 from ..models.cached import Failure
 from ..models.registry import backend_class
 from ..run import scorecard
+from ..run.card_record import JudgingValidation, ScoreCard
 from ..run.folder import read_samples
 from ..run.recheck import recheck
 from ..run.runner import POOL, pins, plan, run
@@ -54,19 +55,20 @@ def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None =
         raise BenchmarkError(f"{run_dir}: no scorecard.json; package a finished run's folder")
     card = S.read_card(card_path)
     scorecard.validate(card, str(card_path))
-    if card["run"]["limit"] is not None:
-        raise BenchmarkError(f"{card_path}: run.limit={card['run']['limit']}: a published card covers the whole split;"
+    record = ScoreCard.model_validate(card)
+    if record.run.limit is not None:
+        raise BenchmarkError(f"{card_path}: run.limit={record.run.limit}: a published card covers the whole split;"
                              " run again without limit=")
-    name, task = card["model"]["name"], card["task"]["name"]
+    name, task = record.model.name, record.task.name
     if not NAME.match(name):
         raise BenchmarkError(f"{card_path}: model.name {name!r} cannot name a folder; use letters, digits, . _ -")
     if why := unportable(name):
         raise BenchmarkError(f"{card_path}: model.name {name!r} cannot name a folder on every file system: {why}")
-    samples_path = inside(run_dir, card["samples"]["file"], f"{card_path}: samples.file")
+    samples_path = inside(run_dir, record.samples.file, f"{card_path}: samples.file")
     samples = read_samples(samples_path)
-    if len(samples) != card["samples"]["n"]:
-        raise BenchmarkError(f"{samples_path}: {len(samples)} samples; the card says {card['samples']['n']}")
-    card = scrub_card(card, data_root)
+    if len(samples) != record.samples.n:
+        raise BenchmarkError(f"{samples_path}: {len(samples)} samples; the card says {record.samples.n}")
+    card = scrub_card(card, data_root)  # the card as published: its JSON is written below
     for entry in (card["model"], *card.get("judges", []), *([card["attacker"]] if "attacker" in card else [])):
         entry["config_sha256"] = model_sha256(model_config_node(entry["config"]))  # of the config as published
     config = card["model"]["config"]
@@ -87,7 +89,7 @@ def package(run_dir: Path, to: Path = S.SUBMISSIONS_DIR, data_root: str | None =
         staged = Path(tmp) / name
         staged.mkdir()
         samples_file = staged / (task + S.SAMPLES_SUFFIX)
-        own = task_strings(card["task"].get("config"))
+        own = task_strings(record.task.config)
         sha = write_samples([strip_sample(s, own) for s in samples.values()], samples_file)
         card["samples"] = {"file": samples_file.name, "sha256": sha, "n": len(samples)}
         (staged / S.MODEL_FILE).write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True),
@@ -137,16 +139,16 @@ def judge_role(voter: str) -> str:
     return f"judge:{voter}"
 
 
-def _roles(card: dict) -> dict[str, dict]:
+def _roles(card: ScoreCard) -> dict[str, dict]:
     """Every model config on a card by its role: model, attacker, judge:VOTER for each judge."""
-    roles = {"model": card["model"]["config"]}
-    roles.update({judge_role(j["voter"]): j["config"] for j in card.get("judges", [])})
-    if card.get("attacker"):
-        roles["attacker"] = card["attacker"]["config"]
+    roles = {"model": card.model.config}
+    roles.update({judge_role(j.voter): j.config for j in card.judges or []})
+    if card.attacker is not None:
+        roles["attacker"] = card.attacker.config
     return roles
 
 
-def _maintainers_endpoints(card: dict, endpoints: dict[str, str], key_envs: dict[str, str]) -> dict[str, dict]:
+def _maintainers_endpoints(card: ScoreCard, endpoints: dict[str, str], key_envs: dict[str, str]) -> dict[str, dict]:
     """The card's configs with every endpoint and key the verifier's own: each backend declares where its requests
     go (Backend.reach); one that calls out gets the verifier's --endpoint and --key-env in place of the card's
     base_url and api_key_env, and one that would call out where it decides is not run. So no submission chooses
@@ -189,17 +191,17 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
     if loaded.rejected:
         raise BenchmarkError("the card does not validate; fix it before verifying:\n  " +
                              "\n  ".join(map(str, loaded.rejected)))
-    card = loaded.cards[0].card
+    card, record = loaded.cards[0].card, loaded.cards[0].record
     if n < 1:
         raise BenchmarkError(f"--n {n}: re-run at least one record")
-    configs = _maintainers_endpoints(card, endpoints or {}, key_envs or {})
+    configs = _maintainers_endpoints(record, endpoints or {}, key_envs or {})
     # drawn now unless given: a submitter cannot know in advance which records will be checked
     seed = secrets.randbelow(2**31) if seed is None else seed
-    submitted = {s["id"]: s for s in S.read_samples(card_path.parent / card["samples"]["file"])}
+    submitted = {s["id"]: s for s in S.read_samples(card_path.parent / record.samples.file)}
     ids = random.Random(seed).sample(sorted(submitted), min(n, len(submitted)))
 
     with tempfile.TemporaryDirectory(prefix="verify-") as tmp:
-        cfg = _rerun_config(card, configs, ids, Path(tmp), data_root, allow_remote_code)
+        cfg = _rerun_config(record, configs, ids, Path(tmp), data_root, allow_remote_code)
         rerun_card, rerun_path = run(cfg)
         rerun_plan = plan(cfg)
         backends = {k: POOL.get(POOL.key(c, allow_remote_code, data_root), c, allow_remote_code, data_root)
@@ -207,12 +209,13 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
         records = recheck(rerun_plan, backends, Path(tmp) / "recheck.sqlite", judge_sample, seed)
         kind = make_kind(cfg.task, cfg.model)
         # compared as submitted: the data set's texts hashed
-        own = task_strings(card["task"].get("config"))
+        own = task_strings(record.task.config)
         rerun = {i: strip_sample(s, own) for i, s in read_samples(rerun_path.parent / "samples.jsonl").items()}
 
     result = {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "by": f"benchmark {__version__} (python -m benchmark.submit verify)", "seed": seed,
-              **_compared(kind, ids, submitted, rerun, card, rerun_card), "min_agreement": min_agreement,
+              **_compared(kind, ids, submitted, rerun, record, ScoreCard.model_validate(rerun_card)),
+              "min_agreement": min_agreement,
               **({**records, "judge_sample": judge_sample} if records else {})}
     result = {"verified": verified_from(result), **result}
     card = {k: v for k, v in card.items() if k != "verification"}
@@ -223,34 +226,34 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
     return result
 
 
-def _rerun_config(card: dict, configs: dict, ids: list[str], tmp: Path, data_root: str | None,
+def _rerun_config(card: ScoreCard, configs: dict, ids: list[str], tmp: Path, data_root: str | None,
                   allow_remote_code: bool):
     """The run that re-asks the card's models for the chosen records: the card's task, seed and configs (with the
     verifier's endpoints), a fresh cache."""
     from omegaconf import OmegaConf, open_dict
 
-    cfg = compose([f"task={card['task']['name']}", f"output_dir={tmp}/run", f"cache_dir={tmp}/cache",
-                   f"seed={card['run']['seed']}", "bootstrap=10", f"progress={sys.stderr.isatty()}",
-                   f"judge_validity={str(card.get('judging_validation') is not None).lower()}",
+    cfg = compose([f"task={card.task.name}", f"output_dir={tmp}/run", f"cache_dir={tmp}/cache",
+                   f"seed={card.run.seed}", "bootstrap=10", f"progress={sys.stderr.isatty()}",
+                   f"judge_validity={str(card.judging_validation is not None).lower()}",
                    f"allow_remote_code={allow_remote_code}"], keep=False)
     with open_dict(cfg):
         cfg.data_root = data_root
         cfg.ids = ids
         cfg.model = model_config_node(configs["model"])
-        if card.get("judges"):
+        if card.judges:
             voters: dict[str, list[str]] = {}
-            for j in card["judges"]:
-                voters.setdefault(j["step"], []).append(j["voter"])
+            for j in card.judges:
+                voters.setdefault(j.step, []).append(j.voter)
             cfg.judge = OmegaConf.merge(OmegaConf.structured(JudgeConfig), {
                 "name": "as submitted", "voters": voters,
-                "models": {j["voter"]: OmegaConf.to_container(model_config_node(configs[judge_role(j["voter"])]))
-                           for j in card["judges"]}})
-        if card.get("attacker"):
+                "models": {j.voter: OmegaConf.to_container(model_config_node(configs[judge_role(j.voter)]))
+                           for j in card.judges}})
+        if card.attacker is not None:
             cfg.attacker = model_config_node(configs["attacker"])
     return cfg
 
 
-def _compared(kind, ids: list[str], submitted: dict, rerun: dict, card: dict, rerun_card: dict) -> dict:
+def _compared(kind, ids: list[str], submitted: dict, rerun: dict, card: ScoreCard, rerun_card: ScoreCard) -> dict:
     """How the re-run agrees with the submitted samples: verdicts, outputs, gold labels and groups, the judges' votes
     on the same outputs and on their labelled set."""
     compared = [i for i in ids if not submitted[i].get("error") and not rerun[i].get("error")]
@@ -265,9 +268,9 @@ def _compared(kind, ids: list[str], submitted: dict, rerun: dict, card: dict, re
     other_reference = [i for i in ids if any(submitted[i].get(f) != rerun[i].get(f)
                                              for f in (*kind.reference_fields, "unmatched"))]
     # the judges' flags on their labelled set decide the corrected rate: the verifier's judges must give the same
-    claimed, measured = card.get("judging_validation"), rerun_card.get("judging_validation")
-    judges_agree = claimed is None or (isinstance(claimed, dict) and isinstance(measured, dict)
-                                       and _same_flags(claimed["flagged"], measured))
+    claimed, measured = card.judging_validation, rerun_card.judging_validation
+    judges_agree = claimed is None or (isinstance(claimed, JudgingValidation) and isinstance(measured, JudgingValidation)
+                                       and _same_flags(claimed.flagged, measured.flagged, measured.near))
     return {
         "n": len(ids),
         "failed": len(ids) - len(compared),
@@ -298,11 +301,11 @@ def _near_boundary(sample: dict) -> bool:
     return any(isinstance(v.get("margin"), (int, float)) and abs(v["margin"]) <= NEAR_BOUNDARY for v in votes(sample))
 
 
-def _same_flags(claimed: str, measured: dict) -> bool:
-    """The submitted flags on the labelled set are the verifier's, but where its judges were at the boundary."""
-    near = measured.get("near") or "0" * len(measured["flagged"])
-    return len(claimed) == len(measured["flagged"]) and all(
-        a == b or n == "1" for a, b, n in zip(claimed, measured["flagged"], near))
+def _same_flags(claimed: str, flagged: str, near: str | None) -> bool:
+    """The submitted flags on the labelled set are the verifier's (`flagged`), but where its judges were at the
+    boundary (`near`)."""
+    near = near or "0" * len(flagged)
+    return len(claimed) == len(flagged) and all(a == b or n == "1" for a, b, n in zip(claimed, flagged, near))
 
 
 class _Recalled(Backend):
@@ -356,12 +359,12 @@ def recall(card_path: Path, data_root: str | None, cache_dir: Path) -> int:
     if blocking:
         raise BenchmarkError("the card does not validate; fix it before recalling its answers:\n  " +
                              "\n  ".join(map(str, blocking)))
-    card = loaded.cards[0].card if loaded.cards else S.read_card(card_path)
-    samples = S.read_samples(card_path.parent / card["samples"]["file"])
+    card = loaded.cards[0].record if loaded.cards else _typed(card_path)
+    samples = S.read_samples(card_path.parent / card.samples.file)
     # the rebuild judges the answers; this run only puts them in the cache
     skipped = {"name": "recall-unjudged", "backend": "keywords", "phrases": ["\u0000"]}
-    configs = {"model": card["model"]["config"], **{judge_role(j["voter"]): skipped for j in card.get("judges") or []},
-               **({"attacker": card["attacker"]["config"]} if card.get("attacker") else {})}
+    configs = {"model": card.model.config, **{judge_role(j.voter): skipped for j in card.judges or []},
+               **({"attacker": card.attacker.config} if card.attacker is not None else {})}
     with tempfile.TemporaryDirectory(prefix="recall-") as tmp:
         cfg = _rerun_config(card, configs, sorted(s["id"] for s in samples), Path(tmp), data_root, False)
         from omegaconf import open_dict
@@ -370,8 +373,8 @@ def recall(card_path: Path, data_root: str | None, cache_dir: Path) -> int:
             cfg.cache_dir, cfg.judge_validity = str(cache_dir), False
         planned = plan(cfg, pin=False)
         answers = planned.kind.recorded_answers(planned.items, samples)
-        recalled = _Recalled(answers, int(card["run"]["seed"]), backend_class(cfg.model).answer_shape)
-        names = {cfg.model.name, *([cfg.attacker.name] if card.get("attacker") else [])}
+        recalled = _Recalled(answers, card.run.seed, backend_class(cfg.model).answer_shape)
+        names = {cfg.model.name, *([cfg.attacker.name] if card.attacker is not None else [])}
         real_get = POOL.get
         POOL.get = lambda key, config, *a: (recalled if config.name in names else _Unjudged()
                                             if config.name == skipped["name"] else real_get(key, config, *a))
@@ -380,6 +383,13 @@ def recall(card_path: Path, data_root: str | None, cache_dir: Path) -> int:
         finally:
             POOL.get, POOL.kept = real_get, {}
     return sum(isinstance(t, str) for t in answers.values())
+
+
+def _typed(card_path: Path) -> ScoreCard:
+    """A card read as its record (BenchmarkError naming the first field the record refuses)."""
+    card = S.read_card(card_path)
+    scorecard.validate(card, str(card_path))
+    return ScoreCard.model_validate(card)
 
 
 def _pairs(values: list[str], flag: str) -> dict[str, str]:

@@ -24,6 +24,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ..files import write_json
+from ..run.card_record import ScoreCard
 
 JOB_FILE = "job.json"
 
@@ -49,9 +50,11 @@ def job_result(cfg, card: dict | None = None, card_path: Path | None = None, err
     if error is not None:
         result["error"] = error
         return result
-    headline = card["task"]["headline"]
-    result.update(model=card["model"]["name"], task=card["task"]["name"], headline=headline,
-                  metric=card["metrics"].get(headline), card=str(card_path), failed_requests=card["run"]["failed"])
+    record = ScoreCard.model_validate(card)
+    metric = record.metrics.get(record.task.headline)
+    result.update(model=record.model.name, task=record.task.name, headline=record.task.headline,
+                  metric=metric.model_dump(exclude_unset=True) if metric is not None else None, card=str(card_path),
+                  failed_requests=record.run.failed)
     return result
 
 

@@ -318,14 +318,18 @@ class ScoreCard(Record):
 
 def problems(card) -> list[tuple[str, str]]:
     """(field, what is wrong) for each field of `card` that the record refuses, in the card's order."""
+    return parsed(card)[1]
+
+
+def parsed(card) -> tuple[ScoreCard | None, list[tuple[str, str]]]:
+    """The card as its record, or None and (field, what is wrong) for each field the record refuses."""
     if not isinstance(card, dict):
-        return [("(top level)", "a score card is a JSON object")]
+        return None, [("(top level)", "a score card is a JSON object")]
     try:
-        ScoreCard.model_validate(card)
+        return ScoreCard.model_validate(card), []
     except ValidationError as e:
-        return [(".".join(str(p) for p in err["loc"] if not str(p).startswith("<")) or "(top level)",
-                 _message(err)) for err in e.errors()]
-    return []
+        return None, [(".".join(str(p) for p in err["loc"] if not str(p).startswith("<")) or "(top level)",
+                       _message(err)) for err in e.errors()]
 
 
 def _message(err: dict) -> str:

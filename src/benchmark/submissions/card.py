@@ -10,19 +10,22 @@ from pathlib import Path
 
 from .. import BenchmarkError
 from ..files import inside
+from ..run.card_record import ScoreCard
 from .base import MAX_CARD_BYTES, MAX_VALUES, OutOfBounds, Problem, json_values, strict_json
 from .panel import panel_status, protocol_status
 from .summary import Summary
 
 
 class Card:
-    """One accepted score card, with its model folder's config.
+    """One accepted score card, with its model folder's config: `card` as its JSON reads, `record` as the typed
+    score card (run/card_record.py) that every reader of its fields reads.
 
     With a check store, a card whose bytes were checked before comes with its summary and the sha256 of the bytes
     checked, and is read whole only when a page asks for `card`: the bytes read then must be those checked."""
 
     def __init__(self, path: Path, card: dict | None, model_config: dict, known_panel: tuple[str | None] | None = None,
-                 summary: Summary | None = None, sha256: str | None = None, check_key: str | None = None):
+                 summary: Summary | None = None, sha256: str | None = None, check_key: str | None = None,
+                 record: ScoreCard | None = None):
         if card is None and (summary is None or sha256 is None):
             raise ValueError("a card read later needs its summary and the sha256 of the bytes checked")
         self.path, self.model_config, self.known_panel = path, model_config, known_panel  # (panel,) where kept
@@ -32,6 +35,8 @@ class Card:
             self.__dict__["card"] = card
         if summary is not None:
             self.__dict__["summary"] = summary
+        if record is not None:
+            self.__dict__["record"] = record
 
     @functools.cached_property
     def card(self) -> dict:
@@ -42,8 +47,13 @@ class Card:
         return json.loads(raw)
 
     @functools.cached_property
+    def record(self) -> ScoreCard:
+        """Parsed once, from bytes that passed the checks (or, for your own runs, that load_runs parsed)."""
+        return ScoreCard.model_validate(self.card)
+
+    @functools.cached_property
     def summary(self) -> Summary:
-        return Summary.of(self.card)
+        return Summary.of(self.record)
 
     @functools.cached_property
     def panel(self) -> str | None:
@@ -51,14 +61,14 @@ class Card:
         if self.known_panel is not None:
             return self.known_panel[0]
         try:
-            return panel_status(self.card) or protocol_status(self.card)
+            return panel_status(self.record) or protocol_status(self.record)
         except Exception:  # a run of a task file this suite does not ship (view mode): it declares no panel here
             return None
 
     @property
     def samples_path(self) -> Path:
         """The card's samples file, inside the card's folder (BenchmarkError for a name that leads outside it)."""
-        return inside(self.path.parent, self.card["samples"]["file"], f"{self.path}: samples.file")
+        return inside(self.path.parent, self.record.samples.file, f"{self.path}: samples.file")
 
 
 @dataclass

@@ -14,6 +14,7 @@ from pathlib import Path
 from .. import BenchmarkError
 from ..files import unportable
 from ..identity import sha256_json
+from ..run.card_record import ScoreCard, parsed
 from ..run.progress import Progress
 from . import checked
 from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MODEL_FILE, SAMPLES_SUFFIX, SUBMISSIONS_DIR, Problem,
@@ -213,7 +214,8 @@ def _checked_card(path: Path, config: dict, model_sha: str | None, thorough: boo
     """The card and its problems; with a store, what an earlier check of the same bytes found."""
     if store is None:
         card = parse_card(path, card_bytes(path))
-        return Card(path, card, config), check_card(path, card, config, thorough, allow_remote_code, data_root)
+        problems = check_card(path, card, config, thorough, allow_remote_code, data_root)
+        return Card(path, card, config, record=_accepted(card, problems)), problems
     info = os.lstat(path)
     if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CARD_BYTES:
         card_bytes(path)  # raises what is wrong with it
@@ -231,10 +233,15 @@ def _checked_card(path: Path, config: dict, model_sha: str | None, thorough: boo
     raw = card_bytes(path)
     card = parse_card(path, raw)
     problems = check_card(path, card, config, thorough, allow_remote_code, data_root, store)
-    entry = Card(path, card, config, check_key=key, sha256=sha)
+    entry = Card(path, card, config, check_key=key, sha256=sha, record=_accepted(card, problems))
     if hashlib.sha256(raw).hexdigest() == sha:  # the bytes checked are those hashed: kept under that hash
         store.keep_card(key, problems, None if problems else entry.panel, None if problems else entry.summary)
     return entry, problems
+
+
+def _accepted(card: dict, problems: list[Problem]) -> ScoreCard | None:
+    """The typed record of a card the checks accepted (one they refused is never read further)."""
+    return None if problems else ScoreCard.model_validate(card)
 
 
 class Siblings:
@@ -290,18 +297,23 @@ def load_runs(root: Path) -> tuple[Loaded, dict]:
     """Your own run folders under root (results/<model>/<task>/<run>/, or any folder holding scorecard.json), for
     `python -m benchmark view`: cards as the runs wrote them, not checked as submissions are (they are yours), but
     never one whose samples file leads outside its folder; each labelled "<model> [<run>, limit N]" so that several
-    runs of one model, limited ones too, stand apart. Also the tasks the cards ran: the registry's, or the card's
+    runs of one model, limited ones too, stand apart; without a verification block (a card not checked as a
+    submission is proves nothing by one). Also the tasks the cards ran: the registry's, or the card's
     own copy of a task the registry does not know."""
     out, registry = Loaded(), dict(task_registry())
     for path in sorted(Path(root).rglob("scorecard.json")):
         try:
             card = read_card(path)
-            entry = Card(path, card, card["model"].get("config") or {})
+            card.pop("verification", None)
+            record, problems = parsed(card)
+            if problems:
+                raise BenchmarkError("; ".join(f"{field}: {what}" for field, what in problems[:3]))
+            limit = record.run.limit
+            label = f"{record.model.name} [{path.parent.name}" + (f", limit {limit}" if limit is not None else "") + "]"
+            record = record.model_copy(update={"model": record.model.model_copy(update={"name": label})})
+            entry = Card(path, card, record.model.config, record=record)
             entry.samples_path  # raises for a samples file outside the run's folder: it is never read
-            limit = card["run"].get("limit")
-            card["model"]["name"] = (f"{card['model']['name']} [{path.parent.name}"
-                                     + (f", limit {limit}" if limit is not None else "") + "]")
-            registry.setdefault(card["task"]["name"], card["task"].get("config") or {})
+            registry.setdefault(record.task.name, record.task.config or {})
             out.cards.append(entry)
         except (BenchmarkError, KeyError, TypeError, AttributeError) as e:
             out.rejected.append(Problem(str(path), "", f"cannot be read as a run's score card: {e}"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 
 from ..identity import model_sha256
+from ..run.card_record import JudgingValidation, ScoreCard
 from ..run.validity import figures, record_key, sets_named
 from ..run.validity_record import Outcome, procedure_sha256, shipped
 from .base import Problem
@@ -22,49 +23,45 @@ def _figures(outcome: Outcome, resamples: int, seed: int) -> dict:
     return figures(vs, outcome, resamples, seed)
 
 
-def _config_key(judge: dict) -> str | None:
+def _config_key(config: dict) -> str | None:
     """The record's key of a card's judge (validity.record_key), from its config as the card holds it."""
-    config = judge.get("config")
-    if not isinstance(config, dict):
-        return None
     node = model_config_node(config)
     return record_key(node, model_sha256(node))
 
 
-def record_problems(card: dict, kind, where: str) -> list[Problem]:
+def record_problems(card: ScoreCard, kind, where: str) -> list[Problem]:
     """The card's figures and flags that are not what the shipped record gives for its judges (`kind`: the card's
     task, made as its scoring makes it)."""
     record, sets = shipped(), sets_named()
+    judges = card.judges or []
     problems = []
-    for i, judge in enumerate(card.get("judges", [])):
-        unknown = sorted(k for k in (judge.get("measured") or {}) if k not in sets) \
-            if isinstance(judge.get("measured"), dict) else []
+    for i, judge in enumerate(judges):
+        unknown = sorted(k for k in judge.measured if k not in sets) if isinstance(judge.measured, dict) else []
         if unknown:
             problems.append(Problem(where, f"judges[{i}].measured.{str(unknown[0])[:40]}",
                                     "is not a labelled set of the suite (conf/judge_validation.yaml)"))
     if not record.outcomes:
         return problems
-    keys = [_config_key(j) for j in card.get("judges", [])]
-    for i, (judge, key) in enumerate(zip(card.get("judges", []), keys)):
-        measured = judge.get("measured")
-        if key is None or not isinstance(measured, dict):
+    keys = [_config_key(j.config) for j in judges]
+    for i, (judge, key) in enumerate(zip(judges, keys)):
+        if key is None or not isinstance(judge.measured, dict):
             continue
-        for name, got in measured.items():
+        for name, got in judge.measured.items():
             outcome = record.find("judge", key, sets[name]) if name in sets else None
-            if outcome is not None and got != _figures(outcome, card["run"]["bootstrap"], card["run"]["seed"]):
+            stated = got if isinstance(got, str) else got.model_dump(exclude_unset=True)
+            if outcome is not None and stated != _figures(outcome, card.run.bootstrap, card.run.seed):
                 problems.append(Problem(where, f"judges[{i}].measured.{name}",
-                                        f"is not what the shipped record of {judge.get('name')!r:.60} on {name} gives "
+                                        f"is not what the shipped record of {judge.name!r:.60} on {name} gives "
                                         "(judges/validity.json): run with validity_record=true"))
-    claimed = card.get("judging_validation")
-    if not isinstance(claimed, dict) or kind.judging_validation is None or None in keys:
+    claimed = card.judging_validation
+    if not isinstance(claimed, JudgingValidation) or kind.judging_validation is None or None in keys:
         return problems
     spec, steps = kind.judging_validation
     # in the order a run keys them: the task's steps, each step's voters as the card lists them
-    voters = {step: [key for judge, key in zip(card["judges"], keys) if judge["step"] == step]
-              for step in kind.judge_steps}
+    voters = {step: [key for judge, key in zip(judges, keys) if judge.step == step] for step in kind.judge_steps}
     vs = sets.get(spec.set)
     outcome = record.find("procedure", procedure_sha256(spec, steps, voters, kind.spec.tie, vs), vs) if vs else None
-    if outcome is not None and (claimed.get("flagged"), claimed.get("near")) != (outcome.flagged, outcome.near):
+    if outcome is not None and (claimed.flagged, claimed.near) != (outcome.flagged, outcome.near):
         problems.append(Problem(where, "judging_validation.flagged",
                                 f"are not the flags the shipped record of these judges on {spec.set} gives "
                                 "(judges/validity.json): run with validity_record=true"))

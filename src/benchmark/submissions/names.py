@@ -38,6 +38,7 @@ from pathlib import Path
 from .. import BenchmarkError
 from ..identity import file_sha256, sha256_json
 from ..kinds import kind_class
+from ..run.card_record import Verification
 from ..submissions.signing import verification_problems
 from . import checked
 from .base import CARD_SUFFIX, MAX_FILES, SAMPLES_SUFFIX, Problem, name_key, task_registry
@@ -199,8 +200,8 @@ def _verified(path: Path) -> bool:
     """Whether the card is verified by a listed verifier key (its signature over the card as it is)."""
     try:
         card = parse_card(path, card_bytes(path))
-        block = card.get("verification")
-        return isinstance(block, dict) and block.get("verified") is True and not verification_problems(card, "")
+        block = Verification.model_validate(card.get("verification"))
+        return block.verified and not verification_problems(card, block, "")
     except Exception:  # unreadable, or a block that is not one: not verified
         return False
 

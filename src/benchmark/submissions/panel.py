@@ -10,6 +10,7 @@ import functools
 from ..composition import compose
 from ..config import GenerationConfig
 from ..kinds import make_kind
+from ..run.card_record import ScoreCard
 from ..run.roles import judge_panel
 from .configs import full_config
 
@@ -34,18 +35,17 @@ def _comparable(config: dict) -> dict:
     return {k: v for k, v in full_config(config).items() if k not in _RUNTIME}
 
 
-def panel_status(card: dict) -> str | None:
+def panel_status(card: ScoreCard) -> str | None:
     """None when the card's judges are the task's declared panel; else why not, in one line."""
-    judges = [j for j in card.get("judges", []) if isinstance(j, dict) and isinstance(j.get("config"), dict)]
-    standard, pinned = standard_panel(card["task"]["name"])
+    standard, pinned = standard_panel(card.task.name)
     if not standard:
         return None
-    given = {(j.get("step"), j.get("voter")): j for j in judges}
+    given = {(j.step, j.voter): j for j in card.judges or []}
     if set(given) != set(standard):
         return (f"judged by {sorted(f'{s}/{v}' for s, v in given)}, not the task's panel "
                 f"{sorted(f'{s}/{v}' for s, v in standard)}")
     for (step, voter), shipped in standard.items():
-        config = given[(step, voter)]["config"]
+        config = given[(step, voter)].config
         mine = _comparable(config)
         if mine != shipped:
             key = next(k for k in sorted(set(mine) | set(shipped)) if mine.get(k) != shipped.get(k))
@@ -67,12 +67,12 @@ def standard_attacker(task: str) -> dict | None:
     return _comparable(OmegaConf.to_container(attacker, resolve=True)) if attacker is not None else None
 
 
-def attacker_status(card: dict) -> str | None:
+def attacker_status(card: ScoreCard) -> str | None:
     """None when a card's attacker is its task's declared one as shipped; else why not (another attacker is another
     attack, which the suite publishes as a task of its own, such as toxicchat_qwen_attacker)."""
-    shipped = standard_attacker(card["task"]["name"])
-    given = (card.get("attacker") or {}).get("config") if isinstance(card.get("attacker"), dict) else None
-    if shipped is None or not isinstance(given, dict):
+    shipped = standard_attacker(card.task.name)
+    given = card.attacker.config if card.attacker is not None else None
+    if shipped is None or given is None:
         return None if shipped is None and given is None else (
             "an attacker the task does not have" if shipped is None else "no attacker config on the card")
     mine = _comparable(given)
@@ -101,18 +101,18 @@ def fixed_generation(task: str) -> dict | None:
     return OmegaConf.to_container(spec[section], resolve=True) or {}
 
 
-def protocol_status(card: dict) -> str | None:
+def protocol_status(card: ScoreCard) -> str | None:
     """None when the model's own generation settings leave what the task measures as the task defines it: every
     setting the task does not fix (stop strings, top_k, ...) at the suite's default. A config that cuts answers at a
     stop string, say, measures another thing, so its card is shown apart and never ranked."""
     from dataclasses import asdict
 
-    fixed = fixed_generation(card["task"]["name"])
+    fixed = fixed_generation(card.task.name)
     if fixed is None:
         return None
-    own = (card["model"].get("config") or {}).get("generation") or {}
+    own = card.model.config.get("generation") or {}
     for key, default in asdict(GenerationConfig()).items():
         if key not in fixed and key in own and own[key] != default:
-            return (f"the model's generation.{key} is {str(own[key])[:40]}; task {card['task']['name']} runs every "
+            return (f"the model's generation.{key} is {str(own[key])[:40]}; task {card.task.name} runs every "
                     f"model at {default!r} (its protocol fixes {', '.join(sorted(fixed)) or 'nothing else'})")
     return None

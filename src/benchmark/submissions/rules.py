@@ -28,7 +28,8 @@ from ..kinds import kind_class, make_kind, score
 from ..metrics import PUBLISHED_RESAMPLES, PUBLISHED_SEED
 from ..models.weights import Fingerprint, WeightFile
 from ..run.roles import NOT_MEASURED
-from ..run.card_record import problems as record_problems_of
+from ..config import ModelMetadata, PinnedConfig
+from ..run.card_record import JudgingValidation, Metric, Run, ScoreCard, parsed
 from ..run.validity import validation_sets
 from ..run.validity_record import labels_sha256
 from ..submissions.signing import verification_problems
@@ -56,9 +57,10 @@ def _essential_task(config) -> dict:
     return essential(config, task_schema())
 
 
-def _schema_problems(card: dict, where: str) -> list[Problem]:
-    """What the typed record of a card (run/card_record.py) refuses, field by field."""
-    return [Problem(where, field, _short(message)) for field, message in record_problems_of(card)]
+def _record(card: dict, where: str) -> tuple[ScoreCard | None, list[Problem]]:
+    """The card's typed record (run/card_record.py), or None and what the record refuses, field by field."""
+    record, refused = parsed(card)
+    return record, [Problem(where, field, _short(message)) for field, message in refused]
 
 
 def _short(message: str, limit: int = 300) -> str:
@@ -69,88 +71,84 @@ def _short(message: str, limit: int = 300) -> str:
 DIFFERENCE = "_gap."  # a group's rate minus the reference group's (an attack task's gap_to): in [-1, 1]
 
 
-def _metric_problems(card: dict, where: str) -> list[Problem]:
+def _metric_problems(headline: str, metrics: dict[str, Metric], where: str) -> list[Problem]:
+    """The headline is among the metrics, and each metric's value lies in its interval (a share's in [0, 1])."""
     problems = []
-    headline = card["task"]["headline"]
-    if headline not in card["metrics"]:
+    if headline not in metrics:
         problems.append(Problem(where, "task.headline", f"the headline metric {headline!r} is not in metrics"))
-    for name, m in card["metrics"].items():
+    for name, m in metrics.items():
         at = f"metrics.{name}"
-        values = {k: m[k] for k in ("value", "ci_low", "ci_high")}
-        bad = [k for k, v in values.items() if not _finite(v)]
-        if bad:
-            problems.append(Problem(where, f"{at}.{bad[0]}", f"{values[bad[0]]!r:.40} is not a finite number"))
-            continue
         low = -1 if DIFFERENCE in name else 0
-        if "unit" not in m and not all(low - 1e-9 <= v <= 1 + 1e-9 for v in values.values()):
+        if m.unit is None and not all(low - 1e-9 <= v <= 1 + 1e-9 for v in (m.value, m.ci_low, m.ci_high)):
             what = "a difference of two shares must lie in [-1, 1]" if low else "a share must lie in [0, 1]"
-            problems.append(Problem(where, at, f"{what}; got {values}"))
-        if not values["ci_low"] - 1e-9 <= values["value"] <= values["ci_high"] + 1e-9:
-            problems.append(Problem(where, at, f"the CI [{values['ci_low']}, {values['ci_high']}] does not contain "
-                                               f"the value {values['value']}"))
+            problems.append(Problem(where, at, f"{what}; got {m.model_dump(include={'value', 'ci_low', 'ci_high'})}"))
+        if not m.ci_low - 1e-9 <= m.value <= m.ci_high + 1e-9:
+            problems.append(Problem(where, at, f"the CI [{m.ci_low}, {m.ci_high}] does not contain the value "
+                                               f"{m.value}"))
     return problems
 
 
-def _pinned_problems(card: dict, known: dict, where: str) -> list[Problem]:
+def _pinned_problems(card: ScoreCard, known: dict, where: str) -> list[Problem]:
     """The card's data against what the task pins: the records' hash, how many it covers, which it left out."""
-    name, pinned, dataset = card["task"]["name"], known.get("pinned") or {}, card["dataset"]
-    if not pinned.get("sha256") or pinned.get("records") is None or not pinned.get("reference_sha256"):
+    name, pinned, dataset = card.task.name, PinnedConfig(**(known.get("pinned") or {})), card.dataset
+    if not pinned.sha256 or pinned.records is None or not pinned.reference_sha256:
         return [Problem(where, "dataset.sha256", f"task {name} has no pinned data yet, so no card can be checked "
                                                  f"against its data; a maintainer pins it in tasks/{name}.yaml "
                                                  f"(python -m benchmark.submit pin {name})")]
     problems = []
-    if dataset["sha256"] != pinned["sha256"]:
-        problems.append(Problem(where, "dataset.sha256", f"{dataset['sha256']} is not the hash of task {name}'s "
-                                                         f"data ({pinned['sha256']})"))
-    malformed = sorted(str(m.get("id")) for m in dataset["malformed"])
-    if malformed != sorted(pinned["malformed"]):
+    if dataset.sha256 != pinned.sha256:
+        problems.append(Problem(where, "dataset.sha256", f"{dataset.sha256} is not the hash of task {name}'s "
+                                                         f"data ({pinned.sha256})"))
+    malformed = sorted(str(m.id) for m in dataset.malformed)
+    if malformed != sorted(pinned.malformed):
         problems.append(Problem(where, "dataset.malformed", f"{len(malformed)} records left out as malformed; task "
-                                                            f"{name} cannot score exactly {len(pinned['malformed'])}: "
-                                                            f"{sorted(pinned['malformed'])[:10]}"))
-    expected = (pinned["records"], pinned["records"] + len(pinned["malformed"]))
-    if (dataset["n"], dataset["n_total"]) != expected:
-        problems.append(Problem(where, "dataset.n", f"{dataset['n']} of {dataset['n_total']} records: a published "
+                                                            f"{name} cannot score exactly {len(pinned.malformed)}: "
+                                                            f"{sorted(pinned.malformed)[:10]}"))
+    expected = (pinned.records, pinned.records + len(pinned.malformed))
+    if (dataset.n, dataset.n_total) != expected:
+        problems.append(Problem(where, "dataset.n", f"{dataset.n} of {dataset.n_total} records: a published "
                                                     f"card of task {name} covers all {expected[0]} of its "
                                                     f"{expected[1]}"))
     return problems
 
 
-def _config_problems(card: dict, where: str, thorough: bool, allow_remote_code: bool) -> list[Problem]:
+def _config_problems(card: ScoreCard, where: str, thorough: bool, allow_remote_code: bool) -> list[Problem]:
     """Every config on the card follows the rules for submitted configs; thorough: its hash is recomputed."""
     problems = []
     for prefix, entry in _roles(card):
-        found = check_model_config(entry["config"], where, allow_remote_code, prefix + "config.", thorough)
+        found = check_model_config(entry.config, where, allow_remote_code, prefix + "config.", thorough)
         problems += found
-        if thorough and not found and entry.get("config_sha256") != model_sha256(model_config_node(entry["config"])):
+        if thorough and not found and entry.config_sha256 != model_sha256(model_config_node(entry.config)):
             problems.append(Problem(where, f"{prefix}config_sha256", "is not the hash of the config beside it"))
         problems += _weights_problems(entry, where, prefix)
     return problems
 
 
-def _weights_problems(entry: dict, where: str, prefix: str) -> list[Problem]:
+def _weights_problems(entry, where: str, prefix: str) -> list[Problem]:
     """An entry's optional `weights` (the files loaded from the machine it ran on) are what its config pins."""
-    weights = entry.get("weights")
+    weights = entry.weights
     if weights is None:
         return []
-    files = Fingerprint(tuple(WeightFile(f["name"], f["size"], f["sha256"]) for f in weights["files"]))
-    if weights["sha256"] != files.sha256:
+    files = Fingerprint(tuple(WeightFile(f.name, f.size, f.sha256) for f in weights.files))
+    if weights.sha256 != files.sha256:
         return [Problem(where, f"{prefix}weights.sha256", "is not the hash of the files listed beside it")]
-    if entry["config"].get("sha256") != weights["sha256"]:
+    if entry.config.get("sha256") != weights.sha256:
         return [Problem(where, f"{prefix}config.sha256", "does not pin the weights the card lists (weights.sha256)")]
     return []
 
 
-def _roles(card: dict) -> list[tuple[str, dict]]:
+def _roles(card: ScoreCard) -> list[tuple[str, object]]:
     """Every model entry on a card (the model, each judge, the attacker), with the prefix of its fields."""
-    roles = [("model.", card["model"])] + [(f"judges[{i}].", j) for i, j in enumerate(card.get("judges", []))]
-    return roles + ([("attacker.", card["attacker"])] if "attacker" in card else [])
+    roles = [("model.", card.model)] + [(f"judges[{i}].", j) for i, j in enumerate(card.judges or [])]
+    return roles + ([("attacker.", card.attacker)] if card.attacker is not None else [])
 
 
-def _identity_problems(card: dict, where: str) -> list[Problem]:
+def _identity_problems(card: ScoreCard, where: str) -> list[Problem]:
     """Each model entry's name and backend are its config's: a card cannot claim one backend and run another."""
-    return [Problem(where, f"{prefix}{key}", f"{entry[key]!r:.100} is not its config's {key} "
-                                             f"({entry['config'].get(key)!r:.100})")
-            for prefix, entry in _roles(card) for key in ("name", "backend") if entry[key] != entry["config"].get(key)]
+    return [Problem(where, f"{prefix}{key}", f"{stated!r:.100} is not its config's {key} "
+                                             f"({entry.config.get(key)!r:.100})")
+            for prefix, entry in _roles(card) for key, stated in (("name", entry.name), ("backend", entry.backend))
+            if stated != entry.config.get(key)]
 
 
 def _task_data(known: dict) -> tuple[set[str], str]:
@@ -167,32 +165,33 @@ def _task_data(known: dict) -> tuple[set[str], str]:
     return origins(known["data"]), known["data"]["split"]
 
 
-def _source_problems(card: dict, known: dict, where: str) -> list[Problem]:
+def _source_problems(card: ScoreCard, known: dict, where: str) -> list[Problem]:
     """The card's data is the task's own: read from where the task reads it, and the task's split."""
     sources, split = _task_data(known)
-    dataset, name = card["dataset"], card["task"]["name"]
+    dataset, name = card.dataset, card.task.name
     problems = []
-    if dataset["split"] != split:
-        problems.append(Problem(where, "dataset.split", f"{dataset['split']!r:.100}: task {name} scores its "
+    if dataset.split != split:
+        problems.append(Problem(where, "dataset.split", f"{dataset.split!r:.100}: task {name} scores its "
                                                         f"{split!r} split"))
-    if dataset["source"] not in sources:
-        problems.append(Problem(where, "dataset.source", f"{dataset['source']!r:.200} is not where task {name} reads "
+    if dataset.source not in sources:
+        problems.append(Problem(where, "dataset.source", f"{dataset.source!r:.200} is not where task {name} reads "
                                                          f"its data ({' or '.join(sorted(sources))})"))
     return problems
 
 
-def _run_problems(run: dict, where: str) -> list[Problem]:
-    """A published run: every number finite, started at a date-time, over the whole split, without failures."""
-    problems = [Problem(where, field, f"{value!r:.40} is not a finite number") for field, value in _numbers(run, "run")
-                if not _finite(value)]
-    if not _date_time(run["started_at"]):
-        problems.append(Problem(where, "run.started_at", f"{run['started_at']!r:.60} is not an ISO 8601 date-time "
+def _run_problems(run: Run, numbers: dict, where: str) -> list[Problem]:
+    """A published run: every number finite (`numbers`: the run as its JSON reads, where a count may be an integer
+    past float's range), started at a date-time, over the whole split, without failures."""
+    problems = [Problem(where, field, f"{value!r:.40} is not a finite number")
+                for field, value in _numbers(numbers, "run") if not _finite(value)]
+    if not _date_time(run.started_at):
+        problems.append(Problem(where, "run.started_at", f"{run.started_at!r:.60} is not an ISO 8601 date-time "
                                                          "(such as 2025-01-31T12:00:00+00:00)"))
-    if run["limit"] is not None:
-        problems.append(Problem(where, "run.limit", f"{run['limit']}: a published card covers the whole split; run "
+    if run.limit is not None:
+        problems.append(Problem(where, "run.limit", f"{run.limit}: a published card covers the whole split; run "
                                                     "without limit="))
-    if run["failed"]:
-        problems.append(Problem(where, "run.failed", f"{run['failed']} requests failed; a published card has none: "
+    if run.failed:
+        problems.append(Problem(where, "run.failed", f"{run.failed} requests failed; a published card has none: "
                                                      "rerun the same command, which asks only those again"))
     return problems
 
@@ -235,32 +234,40 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
     """Every rule a published card follows. `thorough=False` skips reading the samples file, type-checking the
     configs' values and recomputing their hashes. `store`: what its samples give is looked up there (and kept) by
     their content."""
-    where = str(path)
-    problems = _schema_problems(card, where)
+    record, problems = _record(card, str(path))
     if problems:
         return problems
+    return _rule_problems(path, card, record, model_config, thorough, allow_remote_code, data_root, store)
+
+
+def _rule_problems(path: Path, raw: dict, card: ScoreCard, model_config: dict | None, thorough: bool,
+                   allow_remote_code: bool, data_root: str | None, store: CheckStore | None) -> list[Problem]:
+    """The rules past the record's own (`raw`: the card as its JSON reads, for what is checked of the JSON itself:
+    its numbers, its strings, the bytes a verifier signed)."""
+    where, problems = str(path), []
     registry = task_registry()
-    task = card["task"]
-    if task["name"] not in registry:
-        return [Problem(where, "task.name", f"unknown task {task['name']!r}; tasks: {', '.join(sorted(registry))}")]
-    known = registry[task["name"]]
+    task = card.task
+    if task.name not in registry:
+        return [Problem(where, "task.name", f"unknown task {task.name!r}; tasks: {', '.join(sorted(registry))}")]
+    known = registry[task.name]
     problems += _task_problems(path, card, known, where)
     problems += _pinned_problems(card, known, where)
     problems += _source_problems(card, known, where)
     validation_problems = _validation_problems(card, known, where)
     problems += validation_problems
-    for i, judge in enumerate(card.get("judges", [])):
-        for key in ("step", "voter"):
-            if not KEY_NAME.match(str(judge.get(key, ""))):
-                problems.append(Problem(where, f"judges[{i}].{key}", f"{judge.get(key)!r}: letters, digits, . _ : -"))
-    problems += _statistics_problems(card["run"], where)
-    problems += _run_problems(card["run"], where)
-    problems += _metric_problems(card, where)
-    if model_config is not None and not check_model_config(card["model"]["config"], where, True, "model.config.",
-                                                           thorough):
-        if full_config(model_config) != full_config(card["model"]["config"]):
+    for i, judge in enumerate(card.judges or []):
+        for key, name in (("step", judge.step), ("voter", judge.voter)):
+            if not KEY_NAME.match(name):
+                problems.append(Problem(where, f"judges[{i}].{key}", f"{name!r}: letters, digits, . _ : -"))
+    problems += _statistics_problems(card.run, where)
+    problems += _run_problems(card.run, raw["run"], where)
+    problems += _metric_problems(task.headline, card.metrics, where)
+    model = card.model
+    if model_config is not None and not check_model_config(model.config, where, True, "model.config.", thorough):
+        if full_config(model_config) != full_config(model.config):
             problems.append(Problem(where, "model.config", "differs from the folder's model.yaml"))
-        elif full_config({"metadata": card["model"]["metadata"]})["metadata"] != full_config(model_config)["metadata"]:
+        elif full_config(model.metadata.model_dump(exclude_unset=True), ModelMetadata) \
+                != full_config(model_config.get("metadata") or {}, ModelMetadata):
             problems.append(Problem(where, "model.metadata", "differs from the metadata in model.yaml"))
     problems += _identity_problems(card, where)
     config_problems = _config_problems(card, where, thorough, allow_remote_code)
@@ -271,57 +278,57 @@ def check_card(path: Path, card: dict, model_config: dict | None, thorough: bool
         if not validation_problems:  # the figures and flags the shipped validity record gives these judges
             problems += record_problems(card, _kind(card), where)
     problems += [Problem(where, f, f"holds {what}; package runs with `python -m benchmark.submit`")
-                 for f, what in private_values({k: v for k, v in card.items() if k != "verification"})]
-    samples = card["samples"]
-    samples_path = path.parent / samples["file"]
-    if samples["file"] != task["name"] + SAMPLES_SUFFIX:
-        problems.append(Problem(where, "samples.file", f"{samples['file']!r}: must be {task['name']}{SAMPLES_SUFFIX}"))
+                 for f, what in private_values({k: v for k, v in raw.items() if k != "verification"})]
+    samples = card.samples
+    samples_path = path.parent / samples.file
+    if samples.file != task.name + SAMPLES_SUFFIX:
+        problems.append(Problem(where, "samples.file", f"{samples.file!r}: must be {task.name}{SAMPLES_SUFFIX}"))
     elif samples_path.is_symlink() or not samples_path.is_file():
-        problems.append(Problem(where, "samples.file", f"{samples['file']} is missing or not a regular file"))
+        problems.append(Problem(where, "samples.file", f"{samples.file} is missing or not a regular file"))
     elif thorough:
         problems += _samples_problems(samples_path, card, known, where, data_root, store)
-    if "verification" in card:
-        problems += verification_problems(card, where)
+    if card.verification is not None:
+        problems += verification_problems(raw, card.verification, where)
     return problems
 
 
-def _task_problems(path: Path, card: dict, known: dict, where: str) -> list[Problem]:
+def _task_problems(path: Path, card: ScoreCard, known: dict, where: str) -> list[Problem]:
     """The card names its task as the suite defines it, and sits where a card of that task and model must."""
-    task, problems = card["task"], []
-    for key in ("version", "headline", "kind", "language"):
-        if task.get(key) != known[key]:
-            problems.append(Problem(where, f"task.{key}", f"{task[key]!r}: task {task['name']}'s {key} is "
+    task, problems = card.task, []
+    for key, stated in (("version", task.version), ("headline", task.headline), ("kind", task.kind),
+                        ("language", task.language)):
+        if stated != known[key]:
+            problems.append(Problem(where, f"task.{key}", f"{stated!r}: task {task.name}'s {key} is "
                                                           f"{known[key]!r}"))
-    if "config" in task and _essential_task(task["config"]) != _essential_task(known):
-        problems.append(Problem(where, "task.config", f"is not task {task['name']}'s definition"))
-    if task["config_sha256"] != _task_sha256(task["name"]):
-        problems.append(Problem(where, "task.config_sha256", f"is not the hash of task {task['name']}'s definition "
+    if task.config is not None and _essential_task(task.config) != _essential_task(known):
+        problems.append(Problem(where, "task.config", f"is not task {task.name}'s definition"))
+    if task.config_sha256 != _task_sha256(task.name):
+        problems.append(Problem(where, "task.config_sha256", f"is not the hash of task {task.name}'s definition "
                                                              "(the card was made with another version of the task)"))
-    if path.name != task["name"] + CARD_SUFFIX:
-        problems.append(Problem(where, "task.name", f"a card for task {task['name']} must be named "
-                                                    f"{task['name']}{CARD_SUFFIX}"))
-    if path.parent.name != card["model"]["name"]:
-        problems.append(Problem(where, "model.name", f"{card['model']['name']!r} is not the folder's name "
+    if path.name != task.name + CARD_SUFFIX:
+        problems.append(Problem(where, "task.name", f"a card for task {task.name} must be named "
+                                                    f"{task.name}{CARD_SUFFIX}"))
+    if path.parent.name != card.model.name:
+        problems.append(Problem(where, "model.name", f"{card.model.name!r} is not the folder's name "
                                                      f"{path.parent.name!r}"))
     return problems
 
 
-def _statistics_problems(run: dict, where: str) -> list[Problem]:
+def _statistics_problems(run: Run, where: str) -> list[Problem]:
     """The intervals are the suite's: its resamples and seed (a run's defaults), never the submitter's choice."""
     problems = []
-    for key, fixed in (("bootstrap", PUBLISHED_RESAMPLES), ("seed", PUBLISHED_SEED)):
-        if type(run.get(key)) is not int or run[key] != fixed:
-            problems.append(Problem(where, f"run.{key}", f"{str(run.get(key))[:40]}: a published card's intervals use "
+    for key, stated, fixed in (("bootstrap", run.bootstrap, PUBLISHED_RESAMPLES), ("seed", run.seed, PUBLISHED_SEED)):
+        if stated != fixed:
+            problems.append(Problem(where, f"run.{key}", f"{str(stated)[:40]}: a published card's intervals use "
                                                          f"the suite's {key} {fixed} (run without {key}=)"))
-    budget = run.get("budget")
-    if isinstance(budget, dict):  # whether the run passed its limits follows from them and what it spent
-        over = any(isinstance(budget.get(limit), (int, float)) and isinstance(budget.get(spent), (int, float))
-                   and budget[spent] > budget[limit] for limit, spent in (("tokens", "spent_tokens"),
-                                                                          ("cost", "spent_cost")))
-        if budget.get("exceeded") is not over:
-            problems.append(Problem(where, "run.budget.exceeded", f"{str(budget.get('exceeded'))[:20]}: it spent "
-                                    f"{budget.get('spent_tokens')!r:.20} tokens and {budget.get('spent_cost')!r:.20} "
-                                    f"against limits {budget.get('tokens')!r:.20} and {budget.get('cost')!r:.20}"))
+    budget = run.budget
+    if budget is not None:  # whether the run passed its limits follows from them and what it spent
+        over = any(limit is not None and spent > limit for limit, spent in ((budget.tokens, budget.spent_tokens),
+                                                                            (budget.cost, budget.spent_cost)))
+        if budget.exceeded is not over:
+            problems.append(Problem(where, "run.budget.exceeded", f"{str(budget.exceeded)[:20]}: it spent "
+                                    f"{budget.spent_tokens!r:.20} tokens and {budget.spent_cost!r:.20} "
+                                    f"against limits {budget.tokens!r:.20} and {budget.cost!r:.20}"))
     return problems
 
 
@@ -339,64 +346,71 @@ def _composed_task(name: str):
     return compose([f"task={name}"]).task
 
 
-def rescored(card: dict, samples: list[dict], kind=None) -> tuple[dict, dict]:
+def rescored(card: ScoreCard, samples: list[dict], kind=None) -> tuple[dict, dict]:
     """The card's metrics and breakdown computed again from its samples by the task's own scoring (the card's
     resamples and seed, and its judges' outcome on their labelled set)."""
     kind = kind or _kind(card)
-    return score(kind, samples, card["run"]["bootstrap"], card["run"]["seed"], card.get("judging_validation"))
+    return score(kind, samples, card.run.bootstrap, card.run.seed, _outcome(card))
 
 
-def _validation_problems(card: dict, known: dict, where: str) -> list[Problem]:
+def _outcome(card: ScoreCard) -> dict | str | None:
+    """The judges' outcome on their labelled set as the kinds' scoring reads it, or why it was not measured."""
+    outcome = card.judging_validation
+    return outcome.model_dump(exclude_unset=True) if isinstance(outcome, JudgingValidation) else outcome
+
+
+def _validation_problems(card: ScoreCard, known: dict, where: str) -> list[Problem]:
     """The judges' outcome on their labelled set: the set the task names, with the set's pinned data and labels (the
     flags are the judges' own: only re-running them, as verify does, can check those)."""
-    outcome = card.get("judging_validation")
+    outcome = card.judging_validation
 
     section = kind_class(known["kind"]).section
     declared = ((known.get(section) or {}).get("validation") or {}).get("set")
     if isinstance(outcome, str) and outcome != NOT_MEASURED:
         return [Problem(where, "judging_validation", f"{outcome[:60]!r}: the judges' outcome on their labelled set, or "
                                                      f"{NOT_MEASURED!r}")]
-    if not isinstance(outcome, dict):
+    if not isinstance(outcome, JudgingValidation):
         return []
-    pinned = {vs.name: vs for vs in validation_sets()}.get(outcome["set"])
-    if outcome["set"] != declared or pinned is None:
-        return [Problem(where, "judging_validation.set", f"{outcome['set']!r}: task {card['task']['name']} measures "
+    pinned = {vs.name: vs for vs in validation_sets()}.get(outcome.set)
+    if outcome.set != declared or pinned is None:
+        return [Problem(where, "judging_validation.set", f"{outcome.set!r}: task {card.task.name} measures "
                                                          f"its judges on {declared!r}")]
     problems = []
-    if pinned.data.sha256 and outcome["data_sha256"] != pinned.data.sha256:
+    if pinned.data.sha256 and outcome.data_sha256 != pinned.data.sha256:
         problems.append(Problem(where, "judging_validation.data_sha256", f"is not the hash of set {pinned.name}"))
-    if pinned.labels_sha256 and labels_sha256(outcome["gold"]) != pinned.labels_sha256:
+    if pinned.labels_sha256 and labels_sha256(outcome.gold) != pinned.labels_sha256:
         problems.append(Problem(where, "judging_validation.gold", f"are not the human labels of set {pinned.name}"))
-    if not len(outcome["gold"]) == len(outcome["flagged"]) == len(outcome.get("near", outcome["gold"])) == outcome["n"]:
+    near = outcome.gold if outcome.near is None else outcome.near
+    if not len(outcome.gold) == len(outcome.flagged) == len(near) == outcome.n:
         problems.append(Problem(where, "judging_validation.n", "the labels, the flags, near and n differ in length"))
     return problems
 
 
-def _kind(card: dict):
-    return make_kind(_composed_task(card["task"]["name"]), model_config_node(card["model"]["config"]))
+def _kind(card: ScoreCard):
+    return make_kind(_composed_task(card.task.name), model_config_node(card.model.config))
 
 
-def _steps(card: dict) -> dict[str, dict]:
+def _steps(card: ScoreCard) -> dict[str, dict]:
     """Every judging step the task's judges answer (the deciding ones, a second panel's beside them, a dialogue's
     attacker steps), name -> what a card records of each (step_type, prompt_sha256, and what it sees)."""
     kind = _kind(card)
     return {name: kind.describe_step(name) for name in kind.judge_steps}
 
 
-def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root: str | None,
+def _samples_problems(path: Path, card: ScoreCard, known: dict, where: str, data_root: str | None,
                       store: CheckStore | None = None) -> list[Problem]:
-    if card["run"]["bootstrap"] > MAX_BOOTSTRAP:
-        return [Problem(where, "run.bootstrap", f"{card['run']['bootstrap']!r:.40} resamples; validation draws them "
+    run = card.run
+    if run.bootstrap > MAX_BOOTSTRAP:
+        return [Problem(where, "run.bootstrap", f"{run.bootstrap!r:.40} resamples; validation draws them "
                                                 f"again, so a published card uses at most {MAX_BOOTSTRAP:,}")]
     sha = store.sha256(path) if store is not None else file_sha256(path)
-    if sha != card["samples"]["sha256"]:
+    if sha != card.samples.sha256:
         return [Problem(where, "samples.sha256", f"does not match {path.name}")]
     # what the samples give depends on them, the task and the scoring settings, never on the model's name: copies of
     # one samples file share it (data_root only names the records of a rejected file: it decides nothing)
-    given_key = checked.key("given", sha, card["task"]["name"], card["run"]["bootstrap"],
-                            card["run"]["seed"], card.get("judging_validation"),
-                            {k: v for k, v in card["model"]["config"].items() if k not in ("name", "metadata")},
-                            [(j["step"], j["voter"], j["config"]) for j in card.get("judges", [])])
+    given_key = checked.key("given", sha, card.task.name, run.bootstrap, run.seed, _outcome(card),
+                            {k: v for k, v in card.model.config.items() if k not in ("name", "metadata")},
+                            [(j.step, j.voter, j.config) for j in card.judges or []])
     given = store.given(given_key) if store is not None else None
     if given is None:
         given = _given(path, card, known, data_root)
@@ -407,35 +421,38 @@ def _samples_problems(path: Path, card: dict, known: dict, where: str, data_root
         return [Problem(str(path) if on == "samples" else where, f, what) for on, f, what in found]
 
     problems = placed(given.early)
-    if given.n >= 0 and (given.n != card["samples"]["n"] or given.n != card["dataset"]["n"]):
-        problems.insert(sum(p.field == "id" for p in problems), Problem(where, "samples.n", f"{path.name} has {given.n} samples; the card says "
-                                                       f"{card['samples']['n']} (dataset.n {card['dataset']['n']})"))
+    if given.n >= 0 and (given.n != card.samples.n or given.n != card.dataset.n):
+        problems.insert(sum(p.field == "id" for p in problems),
+                        Problem(where, "samples.n", f"{path.name} has {given.n} samples; the card says "
+                                                    f"{card.samples.n} (dataset.n {card.dataset.n})"))
     if problems or given.late:
         return problems or placed(given.late)
 
-    version = card.get("metrics_version", 1)
-    kind = kind_class(card["task"]["kind"])
+    version = card.metrics_version or 1
+    kind = kind_class(card.task.kind)
     if version > kind.metrics_version():
         return [Problem(where, "metrics_version", f"{version!r:.20}: the kind {kind.name} has metrics versions 1 to "
                                                   f"{kind.metrics_version()}")]
     metrics = {name: m for name, m in given.metrics.items() if kind.in_version(name, version)}
-    for name in sorted(set(metrics) | set(card["metrics"])):
-        mine, theirs = metrics.get(name), card["metrics"].get(name)
+    for name in sorted(set(metrics) | set(card.metrics)):
+        mine, theirs = metrics.get(name), card.metrics.get(name)
         if mine is None or theirs is None:
             problems.append(Problem(where, f"metrics.{name}", "not a metric the task computes from these samples"
                                     if mine is None else "missing: the task computes it from these samples"))
-        elif any(not _close(mine.get(k), theirs.get(k)) for k in ("value", "ci_low", "ci_high", "n", "unit")):
-            problems.append(Problem(where, f"metrics.{name}", f"{str(theirs)[:200]} is not what the samples give: "
+            continue
+        stated = theirs.model_dump(exclude_unset=True)
+        if any(not _close(mine.get(k), stated.get(k)) for k in ("value", "ci_low", "ci_high", "n", "unit")):
+            problems.append(Problem(where, f"metrics.{name}", f"{str(stated)[:200]} is not what the samples give: "
                                                               f"{mine}"))
-    for key, differs in _differences(given.breakdown, card["breakdown"], "breakdown"):
+    for key, differs in _differences(given.breakdown, card.breakdown, "breakdown"):
         problems.append(Problem(where, key, differs))
     return problems
 
 
-def _given(path: Path, card: dict, known: dict, data_root: str | None) -> Given:
+def _given(path: Path, card: ScoreCard, known: dict, data_root: str | None) -> Given:
     """What the samples file gives under the card's task: its problems, its size, its metrics and breakdown."""
     try:
-        fields = kind_class(card["task"]["kind"]).packaged_fields
+        fields = kind_class(card.task.kind).packaged_fields
         samples = read_samples(path, fields | set(DATA_KEYS))  # texts: reported below
     except BenchmarkError as e:
         return Given(n=-1, early=[("samples", "", str(e).removeprefix(f"{path}: "))])
@@ -477,7 +494,7 @@ def _given(path: Path, card: dict, known: dict, data_root: str | None) -> Given:
     return given
 
 
-def _differing_ids(card: dict, kind, samples: list[dict], data_root: str | None) -> list[str]:
+def _differing_ids(card: ScoreCard, kind, samples: list[dict], data_root: str | None) -> list[str]:
     """With the task's data at hand: the ids whose gold labels or groups differ from the data's (or that the data
     does not have)."""
     if not data_root:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .. import BenchmarkError
 from ..identity import card_sha256, sha256_json
+from ..run.card_record import Verification
 from .base import VERIFIER_KEYS, Problem
 
 
@@ -53,28 +54,29 @@ def sign(card: dict, verification: dict, private_key_path: Path) -> dict:
     return signed
 
 
-def verification_problems(card: dict, where: str) -> list[Problem]:
+def verification_problems(card: dict, v: Verification, where: str) -> list[Problem]:
+    """Whether the card's verification block `v` was signed by a listed key over `card` and this block, and says
+    what its figures give (the signature is over the values as the card's JSON holds them: `card`, not `v`)."""
     import base64
 
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    v = card["verification"]
-    if v.get("card_sha256") != card_sha256(card):
+    if v.card_sha256 != card_sha256(card):
         return [Problem(where, "verification", "does not belong to this card (it changed after it was verified); "
                                                "only `python -m benchmark.submit verify` writes it")]
-    public = verifier_keys().get(v.get("key_id"))
+    public = verifier_keys().get(v.key_id)
     if public is None:
-        return [Problem(where, "verification.key_id", f"{v.get('key_id')!r} is not a verifier key listed in "
+        return [Problem(where, "verification.key_id", f"{v.key_id!r} is not a verifier key listed in "
                                                       "submissions/verifier_keys.json; only a maintainer's "
                                                       "`python -m benchmark.submit verify --key ...` marks a card")]
     try:
         Ed25519PublicKey.from_public_bytes(base64.b64decode(public)).verify(
-            base64.b64decode(v.get("signature") or ""), _signed_bytes(card, v))
+            base64.b64decode(v.signature), _signed_bytes(card, card["verification"]))
     except (InvalidSignature, ValueError):
         return [Problem(where, "verification.signature", "does not match the card and its verification")]
-    if v["verified"] != verified_from(v):
-        return [Problem(where, "verification.verified", f"{v['verified']} does not follow from its n, failed and "
+    if v.verified != verified_from(card["verification"]):
+        return [Problem(where, "verification.verified", f"{v.verified} does not follow from its n, failed and "
                                                         "agreement")]
     return []
 

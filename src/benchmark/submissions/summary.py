@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..models import registry
+from ..run import card_record as record
 
 
 class Metric(NamedTuple):  # a tuple: a board builds hundreds of thousands of them at start
@@ -26,8 +27,8 @@ class Metric(NamedTuple):  # a tuple: a board builds hundreds of thousands of th
         return self.unit is None
 
     @classmethod
-    def of(cls, metric: dict) -> Metric:
-        return cls(metric["value"], metric["ci_low"], metric["ci_high"], metric.get("unit"))
+    def of(cls, metric: record.Metric) -> Metric:
+        return cls(metric.value, metric.ci_low, metric.ci_high, metric.unit)
 
 
 class JudgeQuality(NamedTuple):
@@ -42,13 +43,13 @@ class JudgeQuality(NamedTuple):
     youden: float
 
     @classmethod
-    def of(cls, outcome: dict) -> JudgeQuality:
-        gold, flag = outcome["gold"], outcome["flagged"]
+    def of(cls, outcome: record.JudgingValidation) -> JudgeQuality:
+        gold, flag = outcome.gold, outcome.flagged
         g, f = int(gold or "0", 2), int(flag or "0", 2)  # one bit per labelled item: counted whole, not item by item
         tp, fp, fn = (g & f).bit_count(), (~g & f).bit_count(), (g & ~f).bit_count()
         tn = len(gold) - tp - fp - fn
         precision, recall = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
-        return cls(set=outcome["set"], n=len(gold), precision=100 * precision, recall=100 * recall,
+        return cls(set=outcome.set, n=len(gold), precision=100 * precision, recall=100 * recall,
                    f1=100 * (2 * precision * recall / (precision + recall) if precision + recall else 0.0),
                    youden=recall + tn / max(tn + fp, 1) - 1)
 
@@ -79,14 +80,14 @@ class Summary:
     judge: JudgeQuality | None
 
     @classmethod
-    def of(cls, card: dict) -> Summary:
-        outcome = card.get("judging_validation")
-        return cls(model=card["model"]["name"], task=card["task"]["name"], n=card["dataset"]["n"],
-                   metadata=dict(card["model"].get("metadata") or {}),
-                   kind=model_kind((card["model"].get("config") or {}).get("backend")),
-                   headline=Metric.of(card["metrics"][card["task"]["headline"]]),
-                   verified=bool((card.get("verification") or {}).get("verified")),
-                   judge=JudgeQuality.of(outcome) if isinstance(outcome, dict) else None)
+    def of(cls, card: record.ScoreCard) -> Summary:
+        outcome = card.judging_validation
+        return cls(model=card.model.name, task=card.task.name, n=card.dataset.n,
+                   metadata=card.model.metadata.model_dump(exclude_unset=True),
+                   kind=model_kind(card.model.backend),
+                   headline=Metric.of(card.metrics[card.task.headline]),
+                   verified=card.verification is not None and card.verification.verified,
+                   judge=JudgeQuality.of(outcome) if isinstance(outcome, record.JudgingValidation) else None)
 
     def to_json(self) -> dict:
         return {**self.__dict__, "headline": self.headline._asdict(),

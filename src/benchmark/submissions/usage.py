@@ -7,43 +7,45 @@ from __future__ import annotations
 
 from ..models.registry import backend_class
 from ..models.usage import Tokens
+from ..run.card_record import ScoreCard
 from ..run.scorecard import run_cost
 from .configs import model_config_node
 
 
-def roles(card: dict) -> dict:
+def roles(card: ScoreCard) -> dict:
     """The card's model configs keyed as run.tokens is: model, attacker, `judge VOTER`."""
-    out = {"model": card["model"]["config"]}
-    if card.get("attacker"):
-        out["attacker"] = card["attacker"]["config"]
-    out.update({f"judge {j['voter']}": j["config"] for j in card.get("judges", [])})
+    out = {"model": card.model.config}
+    if card.attacker is not None:
+        out["attacker"] = card.attacker.config
+    out.update({f"judge {j.voter}": j.config for j in card.judges or []})
     return out
 
 
-def usage_problems(card: dict) -> list[tuple[str, str]]:
-    run = card["run"]
+def usage_problems(card: ScoreCard) -> list[tuple[str, str]]:
+    run = card.run
     configs = {role: model_config_node(config) for role, config in roles(card).items()}
     problems, tokens = [], {}
-    for role, counted in (run.get("tokens") or {}).items():
+    for role, counted in (run.tokens or {}).items():
         at = f"run.tokens.{role}"
         if role not in configs:
             problems.append((at, f"the card has no role {role!r} (its roles: {', '.join(configs)})"))
             continue
         can = backend_class(configs[role]).counted_by(configs[role])
-        claimed = set(counted.get("counted_by") or [])
+        claimed = set(counted.counted_by)
         if not claimed <= can:
             problems.append((f"{at}.counted_by", f"{sorted(claimed)}: backend {configs[role].backend} counts with "
                                                  f"{' or '.join(sorted(can)) or 'nothing'}"))
-        elif not claimed and any(counted.get(k) for k in ("prompt", "completion", "cached_prompt",
-                                                          "cached_completion")):
+        elif not claimed and any((counted.prompt, counted.completion, counted.cached_prompt,
+                                  counted.cached_completion)):
             problems.append((at, "tokens counted by no one (counted_by is empty)"))
-        tokens[role] = Tokens(counted["prompt"], counted["completion"], counted["cached_prompt"],
-                              counted["cached_completion"], counted["uncounted"], claimed)
+        tokens[role] = Tokens(counted.prompt, counted.completion, counted.cached_prompt, counted.cached_completion,
+                              counted.uncounted, claimed)
     try:
         expected = run_cost(tokens, configs)
     except Exception as e:  # a config's prices that cannot be read: its own rules say so
         return problems + [("run.cost", f"cannot be derived: {e}")]
-    if run.get("cost") != expected:
-        problems.append(("run.cost", f"{str(run.get('cost'))[:160]} is not what the tokens cost at the configs' "
+    stated = run.cost.model_dump(exclude_unset=True) if run.cost is not None else None
+    if stated != expected:
+        problems.append(("run.cost", f"{str(stated)[:160]} is not what the tokens cost at the configs' "
                                      f"declared prices: {expected}"))
     return problems

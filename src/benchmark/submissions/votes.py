@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..kinds.judging import STEPS
 from ..models.registry import backend_class
+from ..run.card_record import ScoreCard
 from .configs import model_config_node
 
 # what kinds/judging.py records of a vote: a classifier's flag, score and margin; a question's answer and label; a
@@ -20,41 +21,47 @@ def _backend(config: dict):
     return backend_class(node), node
 
 
-def voter_problems(card: dict, steps: dict[str, dict]) -> list[tuple[str, str]]:
+def voter_problems(card: ScoreCard, steps: dict[str, dict]) -> list[tuple[str, str]]:
     """The card's judges entries: each (step, voter) once, on a step of the task (`steps`: name -> its step_type and
     prompt_sha256, as kinds/judging.describe_step gives them, which the entry must repeat), under a name that is no
     other role's, and a trained judge's facts (weights hash, figures) those its artifact records, where it is here."""
     problems, seen = [], set()
-    for i, judge in enumerate(card.get("judges", [])):
-        step, voter = judge.get("step"), judge.get("voter")
+    for i, judge in enumerate(card.judges or []):
+        step, voter = judge.step, judge.voter
         if voter in ROLE_NAMES:
             problems.append((f"judges[{i}].voter", f"{voter!r} is the name of another role; a voter is named apart"))
         if step not in steps:
             problems.append((f"judges[{i}].step", f"{str(step)[:40]!r} is not a judging step of the task "
                                                   f"({', '.join(steps) or 'none'})"))
         else:
-            problems += [(f"judges[{i}].{key}", f"{str(judge.get(key))[:70]!r} is not step {step}'s: {value}")
-                         for key, value in steps[step].items() if judge.get(key) != value]
+            problems += [(f"judges[{i}].{key}", f"{str(stated)[:70]!r} is not step {step}'s: {value}")
+                         for key, value in steps[step].items() if (stated := _stated(judge, key)) != value]
         if (step, voter) in seen:
             problems.append((f"judges[{i}]", f"judge {step}/{voter} appears twice"))
         seen.add((step, voter))
-        cls, node = _backend(judge["config"])
+        cls, node = _backend(judge.config)
         facts = cls.recorded_facts(node) or {}  # a trained judge's hash and figures, from its artifact here
-        problems += [(f"judges[{i}].{key}", f"{str(judge.get(key))[:70]} is not what its artifact records: "
+        problems += [(f"judges[{i}].{key}", f"{str(stated)[:70]} is not what its artifact records: "
                                             f"{str(value)[:70]}") for key, value in facts.items()
-                     if judge.get(key) != value]
+                     if (stated := _stated(judge, key)) != value]
     return problems
+
+
+def _stated(judge, key: str):
+    """What a card's judge entry states of one of its fields, as its JSON reads (None where it is absent): the
+    fields named by the step's description and by a trained judge's artifact, compared with theirs as values."""
+    return judge.model_dump(include={key}, exclude_unset=True).get(key)
 
 
 class Votes:
     """The checks of one card's samples, with its judges' backends resolved once."""
 
-    def __init__(self, card: dict, steps: dict[str, dict]):
+    def __init__(self, card: ScoreCard, steps: dict[str, dict]):
         self.steps = {name: described["step_type"] for name, described in steps.items()}
         self.voters: dict[str, dict[str, tuple]] = {}
-        for judge in card.get("judges", []):
-            self.voters.setdefault(judge["step"], {})[judge["voter"]] = _backend(judge["config"])
-        self.model = _backend(card["model"]["config"])
+        for judge in card.judges or []:
+            self.voters.setdefault(judge.step, {})[judge.voter] = _backend(judge.config)
+        self.model = _backend(card.model.config)
 
     def sample_problems(self, sample: dict) -> list[tuple[str, str]]:
         problems = []
