@@ -170,8 +170,9 @@ def _per_class(value):
     return edit
 
 
-def _markdown_metric(card):
-    card["metrics"]["macro_f1.[click](https://evil).a"] = {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 10}
+def _markdown_question(card):
+    """Markdown in a breakdown's question (a metric's name cannot hold it: the card's record refuses it)."""
+    card["breakdown"] = {"[click](https://evil)": card["breakdown"]}
 
 
 ODD_SHOWN = ["odd-parameters", "odd-turns", "odd-samples-ids", "odd-samples-bytes", "odd-markdown"]
@@ -191,7 +192,7 @@ def odd_root(tmp_path_factory) -> Path:
     _odd(root, "odd-samples-ids", samples=[{"prediction": "Safe", "target": "Safe", "output": "Safe", "error": None}
                                            for _ in range(3)])
     _odd(root, "odd-samples-bytes", samples=b"\x00 not gzip \xff")
-    _odd(root, "odd-markdown", edit=_markdown_metric)
+    _odd(root, "odd-markdown", edit=_markdown_question)
     _dialogue_card(root / "odd-turns")
     card = json.loads((root / "odd-turns" / "toxicchat.json").read_text())
     card["metrics"]["activation_rate.by_turn.x"] = {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 30}
@@ -873,7 +874,7 @@ def test_expander_labels_escape_submitted_metric_names(odd_app):
     labels = [e.label for e in at.main.get("expander")]
     mine = [label for label in labels if "click" in label]
     # Markdown shows a backslash-escaped character as itself: no link can form
-    assert mine == [r"table\: macro\_f1 by \[click\]\(https\://evil\)"], labels
+    assert mine == [r"table\: \[click\]\(https\://evil\)\: F1 per class \(no CI in the card\)"], labels
     assert not any(re.search(r"(?<!\\)[\[\]()<>*_]", label) for label in labels), labels
 
 

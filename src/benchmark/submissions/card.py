@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import BenchmarkError
 from ..files import inside
-from ..run.card_record import ScoreCard
+from ..run.card_record import ScoreCard, parsed
 from .base import MAX_CARD_BYTES, MAX_VALUES, OutOfBounds, Problem, json_values, strict_json
 from .panel import panel_status, protocol_status
 from .summary import Summary
@@ -48,8 +48,13 @@ class Card:
 
     @functools.cached_property
     def record(self) -> ScoreCard:
-        """Parsed once, from bytes that passed the checks (or, for your own runs, that load_runs parsed)."""
-        return ScoreCard.model_validate(self.card)
+        """Parsed once, from bytes that passed the checks (BenchmarkError for a card the record refuses, which no
+        reader of its fields then sees)."""
+        record, refused = parsed(self.card)
+        if record is None:
+            field, what = refused[0]
+            raise BenchmarkError(f"{self.path}: field {field}: {what}")
+        return record
 
     @functools.cached_property
     def summary(self) -> Summary:
