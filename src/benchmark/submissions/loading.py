@@ -297,9 +297,9 @@ def load_runs(root: Path) -> tuple[Loaded, dict]:
     """Your own run folders under root (results/<model>/<task>/<run>/, or any folder holding scorecard.json), for
     `python -m benchmark view`: cards as the runs wrote them, not checked as submissions are (they are yours), but
     never one whose samples file leads outside its folder; each labelled "<model> [<run>, limit N]" so that several
-    runs of one model, limited ones too, stand apart; without a verification block (a card not checked as a
-    submission is proves nothing by one). Also the tasks the cards ran: the registry's, or the card's
-    own copy of a task the registry does not know."""
+    runs of one model, limited ones too, stand apart; and without a verification block, which proves nothing in a
+    card not checked as a submission is. Also the tasks the cards ran: the registry's, or the card's own copy of a
+    task the registry does not know."""
     out, registry = Loaded(), dict(task_registry())
     for path in sorted(Path(root).rglob("scorecard.json")):
         try:

@@ -22,14 +22,14 @@ from pathlib import Path
 
 from .. import BenchmarkError
 from ..composition import compose, task_schema
+from ..config import ModelMetadata, PinnedConfig
 from ..data import bundled_file
 from ..identity import essential, file_sha256, model_sha256, reference_sha256, task_sha256
 from ..kinds import kind_class, make_kind, score
 from ..metrics import PUBLISHED_RESAMPLES, PUBLISHED_SEED
 from ..models.weights import Fingerprint, WeightFile
-from ..run.roles import NOT_MEASURED
-from ..config import ModelMetadata, PinnedConfig
 from ..run.card_record import JudgingValidation, Metric, Run, ScoreCard, parsed
+from ..run.roles import NOT_MEASURED
 from ..run.validity import validation_sets
 from ..run.validity_record import labels_sha256
 from ..submissions.signing import verification_problems
