@@ -189,6 +189,7 @@ def test_detector_as_a_model_writes_a_score_card(trained_detector, compose):
 
 def test_a_detector_you_trained_judges_a_run_under_its_own_hash(trained_detector, compose, data_root):
     from benchmark.models.encoders import artifact_sha256
+    from benchmark.run.card_record import ScoreCard
     from benchmark.run.runner import run
     from benchmark.submissions.panel import panel_status
 
@@ -199,7 +200,7 @@ def test_a_detector_you_trained_judges_a_run_under_its_own_hash(trained_detector
     assert context["config"]["pretrained"] == str(out)
     shipped = compose("task=diasafety_chatbot").judge.models.context.sha256
     assert context["config"]["sha256"] == artifact_sha256(out, MANIFEST) != shipped
-    assert panel_status(card).startswith("judge context: ")  # valid, but shown apart from the standard cards
+    assert panel_status(ScoreCard.model_validate(card)).startswith("judge context: ")  # valid, but shown apart from the standard cards
 
 
 def test_missing_checkpoint_is_one_clear_error(compose, tmp_path, synthetic_root, monkeypatch):
