@@ -3,7 +3,7 @@
 import pytest
 from omegaconf import OmegaConf
 
-from benchmark.kinds.classify import INVALID, LabelParser
+from benchmark.kinds.parsing import INVALID, LabelParser
 from benchmark.paths import TASKS_DIR
 from benchmark.config import LabelConfig
 

@@ -133,7 +133,7 @@ def test_a_panel_no_better_than_chance_is_not_corrected(compose, data_root):
 def test_the_correction_needs_a_declared_youden_j_and_an_informative_interval():
     import numpy as np
 
-    from benchmark.kinds.attack import corrected
+    from benchmark.metrics import corrected
 
     gold = "1" * 50 + "0" * 50
     good = {"set": "s", "n": 100, "gold": gold, "flagged": "1" * 45 + "0" * 5 + "1" * 3 + "0" * 47}  # J 0.84

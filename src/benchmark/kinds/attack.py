@@ -24,7 +24,8 @@ from ..models.requests import Generate, Replay
 from .base import Kind, Roles, slug
 from .common import RefusalPhrases, plain, render_messages, variables
 from .derived import panel_problems, votes_of
-from .judging import JudgeStepConfig, JudgingValidation, check_tie, describe_step, make_step, run_panel
+from .judging import (NONE, PLACEHOLDER, JudgeStepConfig, JudgingValidation, check_tie, describe_step, make_step,
+                      run_panel)
 
 
 @dataclass
@@ -65,9 +66,8 @@ class AttackConfig:
     beside: Optional[BesideConfig] = field(default=None, metadata=ADDED)
     label_rates: List[LabelRateConfig] = field(default_factory=list, metadata=ADDED)
 
-NONE = "none"  # the verdict of a response that no step flagged
+
 RESPONSE_FIELDS = frozenset({"text", "verdict", "refusal", "judgements", "beside"})  # what a sample records of each response
-PLACEHOLDER = "<the model's response>"  # where a preview shows a judge the response
 
 
 class Attack(Kind):
@@ -337,8 +337,8 @@ class Attack(Kind):
         metrics = self._rates(scored, resamples, seed)
         n = np.array([len(s["responses"]) for s in scored])
         flagged = np.array([sum(r["verdict"] != NONE for r in s["responses"]) for s in scored])
-        judge_error = corrected(metrics, f"corrected_{self.metric}", flagged, n, validation, resamples, seed,
-                                self.spec.validation.min_youden if self.spec.validation else 0.0)
+        judge_error = M.corrected(metrics, f"corrected_{self.metric}", flagged, n, validation, resamples, seed,
+                                  self.spec.validation.min_youden if self.spec.validation else 0.0)
         breakdown = {
             **({"judge_error": judge_error} if judge_error else {}),
             "records": {"total": len(samples), "scored": len(scored),
@@ -355,7 +355,7 @@ class Attack(Kind):
             "ties": {step: sum(1 for s in scored for r in s["responses"]
                                if r["judgements"].get(step, {}).get("tie"))
                      for step in (step.name for step in self.steps)},
-            "agreement": {step.name: agreement(scored, step.name) for step in self.steps},
+            "agreement": {step.name: M.agreement(voter_flags(scored, step.name)) for step in self.steps},
         }
         for by in self.task.group_by:
             groups = {}
@@ -406,63 +406,13 @@ def label_counts(samples: list[dict], step: str, labels: set) -> tuple[np.ndarra
             np.array([len(vs) for vs in per_record]))
 
 
-def corrected(metrics: dict, name: str, flagged, judged, validation: dict | None, resamples: int,
-              seed: int, min_youden: float) -> dict | None:
-    """Adds metric `name`, a flagged-share corrected for the judges' errors, when the judging steps' outcome on a
-    labelled set is given and it is informative enough to correct: Youden's J (sensitivity + specificity - 1) at least
-    `min_youden` (the task's), and an interval that does not span the whole range. Returns what the breakdown says of
-    it (the set, sensitivity, specificity, and the corrected metric's name or why there is none)."""
-    if not isinstance(validation, dict):
-        return {"corrected": validation} if validation else None
-    gold, flags = (np.frombuffer(validation[k].encode(), dtype=np.uint8) - 48 for k in ("gold", "flagged"))
-    sens, spec = M.youden(gold, flags)
-    youden = sens + spec - 1
-    j = f"{youden:.2f}".replace("-0.00", "0.00")
-    result = M.corrected_rate(flagged, judged, gold, flags, resamples, seed) if youden >= min_youden else None
-    if result is not None and result["ci_low"] <= 0 and result["ci_high"] >= 1:
-        why = f"not correctable: judge J = {j}, and the corrected interval spans the whole range"
-        result = None
-    elif result is None:
-        why = (f"not correctable: judge J = {j} on {validation['set']} (sensitivity {sens:.2f} + "
-               f"specificity {spec:.2f} - 1), below the task's minimum {min_youden:g}")
-    if result is not None:
-        metrics[name] = result
-    return {"set": validation["set"], "n": validation["n"], "sensitivity": round(sens, 4),
-            "specificity": round(spec, 4), "corrected": name if result is not None else why}
-
-
-def agreement(samples: list[dict], step: str) -> dict | None:
-    """Between a step's voters, over the responses all of them answered validly: percent agreement, Cohen's kappa
-    (two voters) and Fleiss' kappa (any number). None with fewer than two voters."""
+def voter_flags(samples: list[dict], step: str) -> list[list[bool]]:
+    """A step's voters' flags, in voter order, on each response that two or more of them judged and all answered
+    validly."""
     rows = []
     for s in samples:
         for r in s["responses"]:
             votes = r["judgements"].get(step, {}).get("votes", {})
             if len(votes) >= 2 and all(v["flagged"] is not None for v in votes.values()):
                 rows.append([votes[k]["flagged"] for k in sorted(votes)])
-    voters = max((len(s) for s in rows), default=0)
-    if voters < 2:
-        return None
-    rows = [r for r in rows if len(r) == voters]
-    table = np.array(rows, dtype=int)  # responses x voters, 1 = flagged
-    out = {"voters": voters, "responses": len(rows),
-           "percent_agreement": float((table.min(axis=1) == table.max(axis=1)).mean()) if rows else None,
-           "fleiss_kappa": fleiss_kappa(table) if rows else None}
-    if voters == 2 and rows:
-        from sklearn.metrics import cohen_kappa_score
-
-        kappa = cohen_kappa_score(table[:, 0], table[:, 1]) if len(set(table.ravel())) > 1 else 1.0
-        out["cohen_kappa"] = float(kappa)
-    return out
-
-
-def fleiss_kappa(table: np.ndarray) -> float:
-    """Fleiss' kappa for binary ratings: responses x raters, each 0 or 1. 1.0 when every rating is the same."""
-    n, m = table.shape
-    counts = np.stack([m - table.sum(axis=1), table.sum(axis=1)], axis=1)  # per response: raters per category
-    p_j = counts.sum(axis=0) / (n * m)
-    p_i = ((counts ** 2).sum(axis=1) - m) / (m * (m - 1))
-    p_e = float((p_j ** 2).sum())
-    if p_e == 1.0:
-        return 1.0
-    return float((p_i.mean() - p_e) / (1 - p_e))
+    return rows

@@ -28,12 +28,12 @@ from ..identity import records_sha256, sha256_json
 from ..models.cached import Failure
 from ..models.requests import Generate, Replay
 from ..templates import render
-from .attack import NONE, PLACEHOLDER, corrected
 from .base import Kind, MetricSpec, Roles, Said, Transcript, slug
 from .common import RefusalPhrases, plain
 from .conversation import Conversation, attacker_history, said_to_target, target_view
 from .derived import judgement_problems, panel_problems, votes_of
-from .judging import JudgeStepConfig, JudgingValidation, check_tie, describe_step, judge_step, make_step, run_panel
+from .judging import (NONE, PLACEHOLDER, JudgeStepConfig, JudgingValidation, check_tie, describe_step, judge_step,
+                      make_step, run_panel)
 
 
 @dataclass
@@ -528,8 +528,8 @@ class DialogueAttack(Kind):
                 cleared = np.array([sum(bool((t.get("judgements") or {}).get(step, {}).get("flagged"))
                                         for t in s["turns"]) for s in scored], dtype=np.int64)
                 metrics[f"{step}_rate"] = M.point_and_ci(M.ratio, cleared, judged, 0, resamples, seed)
-        judge_error = corrected(metrics, "corrected_turn_unsafe_rate", flagged, judged, validation, resamples, seed,
-                                self.spec.validation.min_youden if self.spec.validation else 0.0)
+        judge_error = M.corrected(metrics, "corrected_turn_unsafe_rate", flagged, judged, validation, resamples, seed,
+                                  self.spec.validation.min_youden if self.spec.validation else 0.0)
         if judge_error and isinstance(validation, dict):
             judge_error[self.metric] = ACTIVATION_NOT_CORRECTED
         tries = np.array([sum(1 + len(_tries(t)) for t in s["turns"]) for s in scored], dtype=np.int64)

@@ -22,8 +22,8 @@ from ..identity import sha256_json
 from ..models.cached import Failure
 from ..models.requests import Classify, Generate, LogLikelihood
 from ..templates import render
-from .classify import INVALID, LabelParser
 from .common import plain
+from .parsing import INVALID, LabelParser
 
 
 @dataclass
@@ -66,6 +66,8 @@ class JudgingValidation:
     # corrected; below it the card says "not correctable" (the correction divides by J: a small J makes it noise)
     min_youden: float = 0.5
 
+NONE = "none"  # the verdict of an item that no step flagged
+PLACEHOLDER = "<the model's response>"  # where a preview shows a judge the response
 SEES = ("turn", "conversation")  # what a dialogue attack's step sees: the turn, or the whole conversation so far
 
 
