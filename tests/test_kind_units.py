@@ -12,6 +12,7 @@ from fakes import FakeModel
 from benchmark import BenchmarkError
 from benchmark.kinds import make_kind
 from benchmark.kinds.base import Roles
+from benchmark.models.base import Backend
 from benchmark.models.cached import Failure
 from benchmark.models.protocol import Model
 from benchmark.models.requests import Classify, Generate, LogLikelihood, Replay
@@ -136,6 +137,21 @@ def test_an_attack_sample_that_the_judge_failed_on_is_an_error_left_out(cpad):
     assert [s["error"] for s in samples] == [None, "judge goal: timeout", None]
     metrics, _ = cpad.score(samples, resamples=50, seed=0)
     assert metrics["asr"]["n"] == 2 and metrics["asr"]["value"] == 1.0
+
+
+class Recorded(Backend):
+    """Another package's backend of recorded answers: it declares replay and no name the suite knows."""
+
+    operations = frozenset({"replay"})
+
+
+def test_an_attack_reads_a_record_without_answers_as_unmatched_from_any_backend_that_replays(monkeypatch):
+    from benchmark.models import registry
+
+    monkeypatch.setattr(registry, "BUILTIN", {**registry.BUILTIN, "recorded": "test_kind_units:Recorded"})
+    sample = {"id": "0", "unmatched": True, "responses": [], "group": {}, "error": None}
+    assert kind_of("task=cpad", "model.backend=recorded").derivation_problems(sample) == []
+    assert kind_of("task=cpad").derivation_problems(sample)[0][0] == "unmatched"
 
 
 def test_a_dialogue_attack_plays_its_turns_and_the_judge_stops_it():

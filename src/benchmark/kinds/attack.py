@@ -20,6 +20,7 @@ from .. import BenchmarkError, metrics as M
 from ..config import ADDED
 from ..labelled import measured_in
 from ..models.cached import Failure
+from ..models.registry import declared_operations
 from ..models.requests import Generate, Replay
 from .base import Kind, Roles, slug
 from .common import RefusalPhrases, plain, render_messages, variables
@@ -106,7 +107,8 @@ class Attack(Kind):
         generation = OmegaConf.to_container(model_cfg.generation, resolve=True)
         self.generation = {**generation, **plain(spec.generation)}
         self.refusal = RefusalPhrases(spec.refusal_phrases)
-        self.replayed = model_cfg.backend == "replay"  # recorded answers: a record may have none, or fewer than k
+        # recorded answers: a record may have none, or fewer than k
+        self.replayed = "replay" in declared_operations(model_cfg.backend)
 
     def _check_label_rates(self, task, where: str) -> None:
         names = [self.metric] + [r.name for r in self.spec.label_rates]

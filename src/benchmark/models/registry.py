@@ -70,6 +70,11 @@ def model_kind(name) -> str:
     return getattr(_installed(name), "model_kind", "other")
 
 
+def declared_operations(name) -> frozenset[str]:
+    """What backend NAME's class declares it can be asked (Backend.operations; none for a backend not installed here)."""
+    return getattr(_installed(name), "operations", frozenset())
+
+
 def own_args(name) -> frozenset[str]:
     """The `args` keys backend NAME reads as its own settings (none for a backend not installed here)."""
     return getattr(_installed(name), "own_args", frozenset())
