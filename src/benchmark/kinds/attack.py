@@ -76,6 +76,7 @@ class Attack(Kind):
     said_fields = ("responses",)
     name = "attack"
     section, section_schema = "attack", AttackConfig
+    sampling_protocol = "generation"
 
     def __init__(self, task, model_cfg):
         spec = task.attack

@@ -66,6 +66,9 @@ class Kind(ABC):
     # which the task schema takes in (composition.task_schema); None: the kind has no section
     section: str | None = None
     section_schema: type | None = None
+    # the field of its section where a task fixes the model under test's generation settings over the model's own
+    # (the task's sampling protocol); None: the kind fixes none, and a card's own settings are not checked against it
+    sampling_protocol: str | None = None
     added_metrics: tuple[MetricSpec, ...] = ()  # metrics added since version 1 (every other metric is version 1's)
     # the fields of a published sample (the data set's texts replaced by their hashes), and those of them that hold
     # what the models said (a data set's text copied there is hashed when the run is packaged)
@@ -81,6 +84,12 @@ class Kind(ABC):
         """`task`: the task config (plain dataclasses); `model_cfg`: the model under test's config."""
 
     # --- records and requests ---------------------------------------------------------------------------
+    @classmethod
+    def data_sources(cls, task: dict) -> tuple[list[dict], str]:
+        """Where `load_records` reads a task's records (the task as a plain dict): its data configs, joined in this
+        order, and the split the records are."""
+        return [task["data"]], task["data"]["split"]
+
     def load_records(self, data_root: str | None):
         """The task's records (data.Records): by default its data file, one record per row."""
         return load_records(self.task, data_root)

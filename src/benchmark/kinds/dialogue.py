@@ -100,11 +100,15 @@ def _truthy(text: str) -> bool:
     return text.strip().lower() not in ("", "false", "0", "none", "no")
 
 
+SEEDS_SPLIT = "seeds"  # the split a dialogue attack's records are, whatever their sources' own
+
+
 class DialogueAttack(Kind):
     packaged_fields = frozenset({"id", "input_sha256", "turns", "activated_turn", "trigger_flagged", "group", "error"})
     said_fields = ("turns",)
     name = "dialogue_attack"
     section, section_schema = "dialogue", DialogueConfig
+    sampling_protocol = "target_generation"
     needs_attacker = True
     added_metrics = (
         MetricSpec("judge_calls_per_conversation", 2, "the judge requests a conversation took, all steps and voters"),
@@ -152,6 +156,13 @@ class DialogueAttack(Kind):
         self.refusal = RefusalPhrases(spec.refusal_phrases)
 
     # --- seeds ------------------------------------------------------------------------------------------
+    @classmethod
+    def data_sources(cls, task: dict) -> tuple[list[dict], str]:
+        seeds = (task.get(cls.section) or {}).get("seeds")
+        if seeds:
+            return [s["data"] for s in seeds], SEEDS_SPLIT
+        return super().data_sources(task)
+
     def load_records(self, data_root: str | None) -> Records:
         """One record per seed: {"id": "<source>:<row>", "source", "seed"}, and "goal" and "category" where the
         source renders them, from every source in order."""
@@ -176,7 +187,7 @@ class DialogueAttack(Kind):
                 if found["seed"] and found["seed"] not in seen:
                     seen.add(found["seed"])
                     items.append({"id": f"{src.name}:{i}", "source": src.name, **found})
-        return Records(items=items, source=" + ".join(sources), split="seeds", sha256=records_sha256(all_rows))
+        return Records(items=items, source=" + ".join(sources), split=SEEDS_SPLIT, sha256=records_sha256(all_rows))
 
     reference_fields = ("group",)
 

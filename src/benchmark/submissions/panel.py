@@ -9,7 +9,7 @@ import functools
 
 from ..composition import compose
 from ..config import GenerationConfig
-from ..kinds import make_kind
+from ..kinds import kind_class, make_kind
 from ..run.card_record import ScoreCard
 from ..run.roles import judge_panel
 from .configs import full_config
@@ -83,10 +83,6 @@ def attacker_status(card: ScoreCard) -> str | None:
     return None
 
 
-# where a generation task keeps its sampling protocol: the settings it fixes over the model's own
-_PROTOCOL = {"attack": "generation", "dialogue_attack": "target_generation"}
-
-
 @functools.lru_cache(maxsize=None)
 def fixed_generation(task: str) -> dict | None:
     """The generation settings a task fixes for the model under test ({} where it fixes none), or None for a task
@@ -94,11 +90,10 @@ def fixed_generation(task: str) -> dict | None:
     from omegaconf import OmegaConf
 
     cfg = compose([f"task={task}"])
-    section = _PROTOCOL.get(cfg.task.kind)
-    if section is None:
+    kind = kind_class(cfg.task.kind)
+    if kind.sampling_protocol is None:
         return None
-    spec = cfg.task[{"attack": "attack", "dialogue_attack": "dialogue"}[cfg.task.kind]]
-    return OmegaConf.to_container(spec[section], resolve=True) or {}
+    return OmegaConf.to_container(cfg.task[kind.section][kind.sampling_protocol], resolve=True) or {}
 
 
 def protocol_status(card: ScoreCard) -> str | None:

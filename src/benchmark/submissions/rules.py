@@ -152,17 +152,15 @@ def _identity_problems(card: ScoreCard, where: str) -> list[Problem]:
 
 
 def _task_data(known: dict) -> tuple[set[str], str]:
-    """Where a task's records come from, as a run names it (data_root, the task's URL or its hub data set; a dialogue
-    attack's seed sources joined in order: data.load_rows, kinds/dialogue.py), and the split they are."""
+    """Where a task's records come from, as a run names it (data_root, the task's URL or its hub data set; several
+    sources joined in order: data.load_rows, Kind.data_sources), and the split they are."""
     def origins(data: dict) -> set[str]:
         bundled = bundled_file(data["path"]) is not None and f"bundled:{data['path']}"
         return {o for o in (f"data_root:{data['path']}", bundled, data.get("url"), data.get("hub") and f"hub:{data['hub']}")
                 if o}
 
-    seeds = (known.get("dialogue") or {}).get("seeds")
-    if seeds:
-        return {" + ".join(o) for o in itertools.product(*(origins(s["data"]) for s in seeds))}, "seeds"
-    return origins(known["data"]), known["data"]["split"]
+    data, split = kind_class(known["kind"]).data_sources(known)
+    return {" + ".join(o) for o in itertools.product(*(origins(d) for d in data))}, split
 
 
 def _source_problems(card: ScoreCard, known: dict, where: str) -> list[Problem]:
