@@ -147,6 +147,14 @@ def test_no_import_runs_back_up_a_floor():
     assert not (SRC / "detector").exists()  # one judge package: training and evaluation of every trained judge
 
 
+
+def test_no_kind_imports_another():
+    from benchmark.kinds import KINDS
+
+    modules = {k.__module__ for k in KINDS.values()}
+    assert [f"{m} -> {t}" for m, targets in sorted(_graph().items()) if m in modules
+            for t in sorted(targets) if t in modules] == []
+
 def test_no_function_of_the_suite_is_over_sixty_lines():
     src = Path(__file__).resolve().parents[1] / "src"
     long = [f"{path.relative_to(src)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
