@@ -104,7 +104,11 @@ def test_a_record_that_is_not_the_sets_labels_is_not_read(tmp_path, record_file)
 PINNED_JUDGES = ["judge.models.utterance.backend=keywords", "judge.models.utterance.phrases=[idiot]",
                  f"judge.models.utterance.sha256={PIN}", "judge.models.context.backend=keywords",
                  "judge.models.context.phrases=[pills]", "judge.models.context.pretrained=null",
-                 f"judge.models.context.sha256={PIN}"]
+                 f"judge.models.context.sha256={PIN}",
+                 # beside, deciding nothing: the reply judges as keyword lists
+                 *(f"judge.models.{step}.{k}={v}" for step, phrases in (("refused", "[hello]"), ("harm", "[idiot,pills]"))
+                   for k, v in (("backend", "keywords"), ("phrases", phrases), ("pretrained", "null"),
+                                ("sha256", PIN)))]
 
 
 @pytest.fixture
@@ -124,19 +128,20 @@ def test_a_run_reads_the_record_and_its_card_is_the_measured_one(compose, tmp_pa
                     "task.attack.samples=3", *PINNED_JUDGES])
     assert said.endswith(f"written to {record_file}")
     outcomes = json.loads(record_file.read_text())["outcomes"]
-    assert sorted((o["kind"], o["set"]) for o in outcomes) == [("judge", "diasafety")] * 2 + [("procedure", "diasafety")]
+    assert sorted((o["kind"], o["set"]) for o in outcomes) == [("judge", "diasafety")] * 4 + [("procedure", "diasafety")]
     capsys.readouterr()
     asked.clear()
 
     read, _ = replay_run(compose, chatbot_root, *PINNED_JUDGES, f"cache_dir={tmp_path / 'a'}",
                          f"output_dir={tmp_path / 'a' / 'run'}", "progress=true")
-    # the run asked its judges only about its own 24 responses (6 distinct utterances, 16 pairs), nothing to measure
-    assert len(asked) == 22 and "measuring" not in capsys.readouterr().err
+    # the run asked its judges only about its own 24 responses (6 distinct utterances, 16 pairs; beside, 24 pairs for
+    # the refusal judge and the 16 it did not clear for the harm judge), nothing to measure
+    assert len(asked) == 22 + 24 + 16 and "measuring" not in capsys.readouterr().err
     asked.clear()
     measured, _ = replay_run(compose, chatbot_root, *PINNED_JUDGES, f"cache_dir={tmp_path / 'b'}",
                              f"output_dir={tmp_path / 'b' / 'run'}", "validity_record=false", "progress=true")
     shown = capsys.readouterr().err  # measuring is shown as it goes: what, on which set, how far
-    assert len(asked) > 22 and "measuring profanity-check on diasafety: 100%" in shown
+    assert len(asked) > 62 and "measuring profanity-check on diasafety: 100%" in shown
     assert "measuring diasafety_chatbot judging steps on diasafety" in shown
     assert read["judges"] == measured["judges"] and read["judging_validation"] == measured["judging_validation"]
     assert isinstance(read["judges"][0]["measured"]["diasafety"], dict)
@@ -167,14 +172,14 @@ def test_validation_holds_a_cards_figures_and_flags_to_the_record(compose, tmp_p
 
 
 def test_the_shipped_record_is_what_the_code_computes(compose):
-    """A small recomputation: the shipped DiaSafety detector, as toxicchat's panel configures it, on 40 rows of the
+    """A small recomputation: the shipped DiaSafety detector, as diasafety_chatbot's panel configures it, on 40 rows of the
     DiaSafety test split (bundled with the suite), gives the record's flags on those rows."""
     import random
 
     from benchmark.models import pin_content
 
     R.shipped.cache_clear()
-    cfg = compose("task=toxicchat").judge.models.context
+    cfg = compose("task=diasafety_chatbot").judge.models.context
     pin_content(cfg, None)
     vs = next(v for v in V.validation_sets() if v.name == "diasafety")
     judge = CachedModel(load_backend(cfg, False), model_sha256(cfg), ResponseCache(":memory:"), cfg)
@@ -239,6 +244,8 @@ def test_a_verifier_reasks_a_sample_of_the_record(compose, tmp_path, chatbot_roo
     got = recheck(p, backends, tmp_path / "recheck.sqlite", 5, 1)
     assert got == {"judge_records": {"profanity-check on diasafety": {"n": 5, "differ": 0, "near": 0},
                                      "diasafety-detector on diasafety": {"n": 5, "differ": 0, "near": 0},
+                                     "reply-refusal on diasafety": {"n": 5, "differ": 0, "near": 0},
+                                     "reply-harm on diasafety": {"n": 5, "differ": 0, "near": 0},
                                      "diasafety_chatbot steps on diasafety": {"n": 5, "differ": 0, "near": 0}},
                    "judge_records_agree": True}
     # a record whose flags are not the judges' own is caught on the rows re-asked (0: all of them)

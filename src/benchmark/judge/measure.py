@@ -10,6 +10,7 @@ themselves, through the response cache (cache_dir), never read from the record."
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,13 +151,13 @@ def table() -> str:
     outcomes = sorted(shipped().outcomes.values(), key=lambda o: (o.kind != "judge", o.name, o.set, o.key))
     lines = ["| judge | set | rows | unsafe (people) | flagged | precision | recall | specificity | unsafe F1 |",
              "|---|---|---|---|---|---|---|---|---|"]
-    seen = set()
+    # a judge configured two ways (its settings in a panel) is two judges: each named with its key
+    variants = Counter((o.name, o.set) for o in outcomes if o.kind == "judge")
     for o in outcomes:
         if o.kind != "judge" or o.set not in sets:
             continue
         f = figures(sets[o.set], o, PUBLISHED_RESAMPLES, PUBLISHED_SEED)
-        name = o.name if (o.name, o.set) not in seen else f"{o.name} (`{o.key[:8]}`)"
-        seen.add((o.name, o.set))
+        name = o.name if variants[o.name, o.set] == 1 else f"{o.name} (`{o.key[:8]}`)"
         lines.append(f"| {name} | {o.set} ({sets[o.set].language}) | {o.n:,} | {o.gold.count('1'):,} | "
                      f"{o.flagged.count('1'):,} | {_pct(f['precision'])} | {_pct(f['recall'])} | "
                      f"{_pct(f['specificity'])} | {_pct(f['f1'])} |")
