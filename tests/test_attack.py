@@ -187,3 +187,21 @@ def test_a_panel_beside_the_headline_decides_nothing_and_a_veto_clears(compose, 
     assert "'harm' is not what its judgements give: 'none'" in forged(
         lambda r: r["beside"].update(verdict="harm"))[0][1]
     assert "beside panel" in forged(lambda r: r.pop("beside"))[0][1]
+
+
+def test_results_show_each_published_chatbots_reply_judges_beside_the_papers():
+    """docs/results.md's table of the reply judges beside the paper's two steps is the published cards', row by row."""
+    from benchmark.submissions import SUBMISSIONS_DIR
+
+    docs = (SUBMISSIONS_DIR.parent / "docs" / "results.md").read_text()
+    table = docs[docs.index("| model | unsafe (the paper's two steps) |"):].split("\n\n")[0].splitlines()[2:]
+    assert len(table) == 12
+    for row in table:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        model, k1, _ = cells[0].partition(" (k = 1)")
+        task = "diasafety_chatbot_k1" if k1 else "diasafety_chatbot"
+        metrics = json.loads((SUBMISSIONS_DIR / model / f"{task}.json").read_text())["metrics"]
+        shown = [f"{100 * m['value']:.1f} [{100 * m['ci_low']:.1f}–{100 * m['ci_high']:.1f}]" for m in (
+            metrics[k] for k in ("unsafe_rate", "corrected_unsafe_rate", "reply_unsafe_rate", "refused_rate",
+                                 "refusal_rate"))]
+        assert cells[1:] == shown, row
