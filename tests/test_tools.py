@@ -84,7 +84,8 @@ def test_progress_counts_requests_as_they_are_answered(compose, data_root, monke
                 "judge.models.context.pretrained=null", f"cache_dir={tmp_path / 'fresh'}"))
     done = bars[-1]
     assert done.total == 6 and done.answered_by_model == 6  # a replay answers a record's 3 responses at once: 6 requests, not 18
-    assert {who for who, _ in updates} == {"model", "judge utterance", "judge context"}
+    assert {who for who, _ in updates} == {"model", "judge utterance", "judge context", "judge refused",
+                                             "judge harm"}
 
 
 @pytest.mark.slow  # 14 s; the board's browser test and the viewer's AppTest tests run every time

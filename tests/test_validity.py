@@ -48,7 +48,8 @@ def test_the_card_carries_each_judges_measured_quality(compose, chatbot_root):  
         assert diasafety["n"] == 12 and diasafety["sha256_matches"] is False  # the fixture, not the released split
         assert set(diasafety) >= {"precision", "recall", "specificity", "f1", "macro_f1"}
         assert judge["measured"]["toxic_chat"].startswith("not measured: ")
-    assert card["run"]["judge_calls"] == {"utterance": 6, "context": 16}  # measuring is not judging
+    # measuring is not judging
+    assert card["run"]["judge_calls"] == {"utterance": 6, "context": 16, "refused": 24, "harm": 16}
     # judges.json lost: the finished run measures its judges again, from the cache, and asks no model
     (path.parent / "judges.json").unlink()
     again, _ = replay_run(compose, chatbot_root)

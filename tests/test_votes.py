@@ -129,7 +129,8 @@ def test_a_classifier_verdict_against_its_threshold_is_refused(tmp_path):
 def test_a_voter_named_as_another_role_is_refused_and_roles_are_keyed_by_what_they_are(chatbot):
     card = json.loads((chatbot / "diasafety_chatbot.json").read_text())
     card["judges"][0]["voter"] = "model"
-    assert set(_roles(ScoreCard.model_validate(card))) == {"model", "judge:model", "judge:context"}
+    assert set(_roles(ScoreCard.model_validate(card))) == {"model", "judge:model", "judge:context", "judge:refused",
+                                                              "judge:harm"}
     assert _roles(ScoreCard.model_validate(card))["model"] == card["model"]["config"]  # the model stays the model
     (chatbot / "diasafety_chatbot.json").write_text(json.dumps(card))
     found = problems_of(chatbot)
