@@ -215,7 +215,8 @@ def test_the_refusal_judges_settings_short_refusals_typographic_apostrophes_and_
         load_backend(bad, False)
 
     # conversation: the phrases alone decide, whatever the classifier would have found
-    chat = compose(*base, "model.args.on_topic=null", "model.args.off_topic_below=null", "+model.args.classifier=false").model
+    chat = compose(*base, "model.args.on_topic=null", "model.args.off_topic_below=null",
+                   "+model.args.classifier=false").model
     said = load_backend(chat, False).classify(
         [{"context": "lol you again", "response": "yeah women should be ashamed of themselves"},
          {"context": "q", "response": "I can\u2019t help with that, sorry."},
