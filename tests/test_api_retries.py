@@ -41,6 +41,14 @@ class FakeChatServer:
                     server.headers.append(dict(self.headers))
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                released = []
+
+                def release():
+                    with server.lock:
+                        if not released:
+                            released.append(True)
+                            server.in_flight -= 1
+
                 try:
                     action = {"status": 200, "headers": {}, "delay": 0.0, "text": "Safe", **server.plan(n, body, attempt)}
                     if action.get("hang"):
@@ -49,6 +57,8 @@ class FakeChatServer:
                     status = action["status"]
                     data = json.dumps(action["raw"] if "raw" in action else completion(action["text"]) if status == 200
                                       else {"error": {"message": f"scripted {status}"}}).encode()
+                    # no longer held once answered: a client may send its next request before this thread goes on
+                    release()
                     self.send_response(status)
                     for key, value in {"Content-Type": "application/json", **action["headers"]}.items():
                         self.send_header(key, value)
@@ -58,8 +68,7 @@ class FakeChatServer:
                 except OSError:  # the client gave up (a timeout)
                     pass
                 finally:
-                    with server.lock:
-                        server.in_flight -= 1
+                    release()
 
             def log_message(self, *args):
                 pass
