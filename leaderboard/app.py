@@ -15,6 +15,7 @@ beside it).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -87,7 +88,7 @@ def link(page: str, **params) -> str:
     return "?" + urlencode({"page": page, **params}, quote_via=quote)
 
 
-def breakdown_charts(cards: list, task: dict) -> None:
+def breakdown_charts(cards: list, task: S.TaskEntry) -> None:
     frame = T.breakdown(cards, task)
     if frame.empty:
         st.caption("This task's cards carry no breakdown.")
@@ -95,22 +96,7 @@ def breakdown_charts(cards: list, task: dict) -> None:
     for by, part in frame.groupby("by", sort=False):
         st.vega_lite_chart(spec=C.family_chart(part, by, task), width="stretch")
         with st.expander(esc(f"table: {C.family_title(by, task)}")):
-            st.dataframe(part.drop(columns=["by"]), hide_index=True, width="stretch")
-
-
-def models_picked(frame, sizes: list, open_weights: str, licences: list, kinds: list):
-    """The overview's rows whose model matches the filters (an empty pick: any)."""
-    if frame.empty:
-        return frame
-    if sizes:
-        frame = frame[frame["size"].isin(sizes)]
-    if open_weights != "any":
-        frame = frame[frame["open weights"] == open_weights]
-    if licences:
-        frame = frame[frame["licence"].isin(licences)]
-    if kinds:
-        frame = frame[frame["kind"].isin(kinds)]
-    return frame
+            st.dataframe(part.drop(columns="by"), hide_index=True, width="stretch")
 
 
 def overview_page(cards: list, registry: dict) -> None:
@@ -118,10 +104,9 @@ def overview_page(cards: list, registry: dict) -> None:
     st.caption("Every number is a score card produced by the suite: the value and its bootstrap 95% confidence "
                "interval. Blank: no card for that task.")
     tasks = sorted({c.summary.task for c in cards})
-    languages = sorted({registry[t]["language"] for t in tasks})
-    models = T.models_frame(cards)
-    licences = sorted(set(models["licence"])) if not models.empty else []
-    kinds = [k for k in MODEL_KINDS if not models.empty and k in set(models["kind"])]
+    languages = sorted({registry[t].language for t in tasks})
+    licences = sorted({c.summary.metadata.get("license") or "" for c in cards})
+    kinds = [k for k in MODEL_KINDS if k in {c.summary.kind for c in cards}]
     f1, f2, f3, f4, f5, f6, f7 = st.columns(7)
     pick_lang = f1.multiselect("Language", languages, key="f_language")
     pick_task = f2.multiselect("Task", tasks, key="f_task")
@@ -135,25 +120,24 @@ def overview_page(cards: list, registry: dict) -> None:
              "ranking. On: cards no verifier has signed are ranked too, each one's task named in the column "
              "\"not verified\". A card judged by a non-standard panel is never ranked.")
 
-    shown_tasks = [t for t in tasks if (not pick_lang or registry[t]["language"] in pick_lang)
+    shown_tasks = [t for t in tasks if (not pick_lang or registry[t].language in pick_lang)
                    and (not pick_task or t in pick_task)]
     # a card no verifier has re-run, or judged by another panel than its task's, is never ranked beside the verified
     # standard ones unless asked for (and then marked): shown apart, below
     split = T.standing([c for c in cards if c.summary.task in shown_tasks], with_unverified)
-    chosen = split.ranked
-    frame = models_picked(T.overview(chosen, registry), pick_size, pick_open, pick_licence, pick_kind)
+    chosen = [c for c in split.ranked if T.model_picked(c.summary, pick_size, pick_open, pick_licence, pick_kind)]
+    frame = T.overview(chosen, registry)
     if frame.empty:
         st.info("No score card to rank matches these filters." + (
             " The cards shown apart are listed below." if split.unverified or split.nonstandard else ""))
         apart_tables(split)
         return
     heads = [c for c in frame.columns if c.endswith(("↑", "↓"))]
-    listed = set(frame["model"])
-    points = T.headlines([c for c in chosen if c.summary.model in listed], registry)
+    points = T.headlines(chosen, registry)
     if heads:
         rank_by = st.selectbox("Rank by", heads, key="f_rank")
         # rank groups: a model's rank counts only the models whose interval lies wholly on the better side of its own
-        rank = T.ranks(points[points["column"] == rank_by])
+        rank = T.ranks([p for p in points if p.column == rank_by])
         frame.insert(0, "rank", pd.array([rank.get(m) for m in frame["model"]], dtype="Int64"))
         frame = frame.sort_values(["rank", rank_by], ascending=[True, rank_by.endswith("↓")], na_position="last")
     if "not verified" in frame.columns:
@@ -164,21 +148,20 @@ def overview_page(cards: list, registry: dict) -> None:
                  hide_index=True, width="stretch", placeholder="",
                  height=T.table_height(len(frame)), key="overview_table")
     st.download_button("Download this table (CSV)", lambda frame=frame: T.to_csv(frame), "leaderboard.csv", "text/csv")
-    if not points.empty:
+    if points:
         st.vega_lite_chart(spec=C.headline_chart(points), width="content")
-    tradeoff_chart([c for c in chosen if c.summary.model in listed], registry)
+    tradeoff_chart(chosen, registry)
     apart_tables(split)
     st.markdown("**What the columns mean** (↑ higher is better, ↓ lower is better; judge F1: the task's judging "
                 "procedure against human labels, from the card's own outcome on its labelled set; rank: on the column ranked "
                 "by, one plus the number of models whose 95% interval lies wholly on the better side of the model's "
                 "own, so models the data cannot tell apart share a rank)")
-    for language in sorted({registry[t]["language"] for t in shown_tasks}, key=T.language_order):
+    for language in sorted({registry[t].language for t in shown_tasks}, key=T.language_order):
         st.markdown(f"*{esc(T.language_name(language))}*")
-        for t in (t for t in shown_tasks if registry[t]["language"] == language):
-            task = registry[t]
-            note = T.METRIC_NOTES.get(task["headline"].rsplit(".", 1)[-1], "")
-            st.markdown(f"- **{esc(t)}** ({esc(task['language'])}): {esc(task['headline'])}: {esc(note)}. "
-                        f"{esc(task.get('description', ''))} [Task page and definition]({link('Tasks', task=t)})")
+        for task in (registry[t] for t in shown_tasks if registry[t].language == language):
+            note = T.METRIC_NOTES.get(task.headline.rsplit(".", 1)[-1], "")
+            st.markdown(f"- **{esc(task.name)}** ({esc(task.language)}): {esc(task.headline)}: {esc(note)}. "
+                        f"{esc(task.description)} [Task page and definition]({link('Tasks', task=task.name)})")
 
 
 UNVERIFIED_NOTE = ("**Not verified, not ranked**: no verifier has re-run and signed these cards (tick \"Rank "
@@ -230,13 +213,12 @@ def tasks_page(cards: list, registry: dict) -> None:
         return
     name = pick("Task", names, "task", "task_pick")
     task = registry[name]
-    arrow = "higher is better" if task.get("better", "higher") == "higher" else "lower is better"
+    arrow = "higher is better" if task.better == "higher" else "lower is better"
     st.title(f"Task: {esc(name)}")
-    st.markdown(f"{esc(task.get('description', ''))}\n\nLanguage **{esc(task['language'])}**, kind "
-                f"**{esc(task['kind'])}**, headline **{esc(task['headline'])}** ({arrow}), version "
-                f"{esc(task['version'])}.")
-    if task.get("citation"):
-        st.caption(esc(task["citation"]))
+    st.markdown(f"{esc(task.description)}\n\nLanguage **{esc(task.language)}**, kind **{esc(task.kind)}**, headline "
+                f"**{esc(task.headline)}** ({arrow}), version {esc(task.version)}.")
+    if task.citation:
+        st.caption(esc(task.citation))
     definition = task_definition(name)
     if definition is not None:
         with st.expander(esc(f"Definition: tasks/{name}.yaml")):
@@ -251,11 +233,9 @@ def tasks_page(cards: list, registry: dict) -> None:
              "ranking. On: cards no verifier has signed are ranked too, marked \"no\" in the column \"verified\". "
              "A card judged by a non-standard panel is never ranked.")
     split = T.standing(on_task, with_unverified)
-    head = task["headline"]
     if split.ranked:
-        frame = T.task_frame(split.ranked, name)
-        frame = frame.sort_values(head, ascending=task.get("better") == "lower")
-        if (frame["verified"] != "yes").any():
+        frame = T.task_frame(split.ranked, name).sort_values(task.headline, ascending=task.better == "lower")
+        if not all(c.summary.verified for c in split.ranked):
             st.warning("Unverified cards are ranked here too: marked \"no\" in the column \"verified\".")
         st.dataframe(frame.style.format("{:.1f}", subset=task_numbers(frame)), hide_index=True, placeholder="",
                      width="stretch", key="task_table")
@@ -296,8 +276,7 @@ def models_page(cards: list, registry: dict) -> None:
     name = pick("Model", names, "model", "model_pick")
     mine = [c for c in cards if c.summary.model == name]
     st.title(f"Model: {esc(name)}")
-    meta = T.models_frame(mine).drop(columns=["model"])
-    st.dataframe(meta, hide_index=True, width="stretch")
+    st.dataframe(T.models_frame(mine).drop(columns="model"), hide_index=True, width="stretch")
     with st.expander("Model config (model.yaml)"):
         st.json(mine[0].model_config, expanded=False)
     rows = [T.model_row(c, registry[c.summary.task]) for c in mine]
@@ -313,11 +292,9 @@ def models_page(cards: list, registry: dict) -> None:
         st.dataframe(spent, hide_index=True, width="stretch", key="model_tokens")
     for c in mine:
         task = registry[c.summary.task]
-        frame = T.breakdown([c], task)
-        if not frame.empty:  # the card's first breakdown family, drawn as on the task's page
-            by = frame["by"].iloc[0]
-            spec = C.family_chart(frame[frame["by"] == by], by, task, prefix=f"{task['name']}: ")
-            st.vega_lite_chart(spec=spec, width="stretch")
+        families = T.breakdown([c], task).groupby("by", sort=False)
+        for by, part in itertools.islice(families, 1):  # the card's first breakdown family, as on the task's page
+            st.vega_lite_chart(spec=C.family_chart(part, by, task, prefix=f"{task.name}: "), width="stretch")
     if not T.tradeoff(mine, registry).empty:  # this model's figures among the ranked ones of every other model
         others = [c for c in T.standing(cards).ranked if c.summary.model != name]
         tradeoff_chart(others + mine, registry, highlight=name)
@@ -359,9 +336,9 @@ def sample_browser(mine: list, registry: dict) -> None:
     frame = pd.DataFrame(rows[(page - 1) * PAGE_SIZE: page * PAGE_SIZE])
     data_root = os.environ.get("BENCHMARK_DATA_ROOT")
     task = registry[name]
-    if show and data_root and task.get("data") and runs_root() is None:
+    if show and data_root and task.config.get("data") and runs_root() is None:
         try:
-            texts = inputs(task, data_root)
+            texts = inputs(task.config, data_root)
             frame.insert(1, "input", [json.dumps(texts.get(i, {}), ensure_ascii=False) for i in frame["id"]])
         except Exception as e:  # the browser still works on ids when the local data cannot be read
             st.caption(esc(f"The data set's texts could not be joined from {data_root}: {e}"))

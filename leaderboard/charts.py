@@ -3,7 +3,11 @@ or to validate a spec through, which would cost the first visitor of a fresh ser
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pandas as pd
+
+from benchmark.submissions import TaskEntry
 
 CHART_MODELS = 30  # models per panel of the headline chart: more are not readable, and cost the page seconds
 
@@ -16,23 +20,25 @@ def _tooltip(*names: str) -> list[dict]:
     return [_field(n, "nominal") if n in ("model", "group", "turn") else _field(n, format=".1f") for n in names]
 
 
-def headline_chart(points: pd.DataFrame) -> dict:
-    """One panel per task: the best models' headlines with their 95% CIs, the best at the top; where unverified cards
-    are among them, each point coloured by whether its card is verified."""
+def headline_chart(points: list) -> dict:
+    """One panel per task: the best models' headlines (tables.Headline) with their 95% CIs, the best at the top;
+    where unverified cards are among them, each point coloured by whether its card is verified."""
     panels, datasets = [], {}
-    marked = "verified" in points.columns and not points["verified"].all()
+    marked = not all(p.verified for p in points)
     point = {"x": _field("value")}
     if marked:
-        point["color"] = _field("card", "nominal", title=None, scale={"domain": ["verified", "not verified"]})
-    for i, ((task, column), part) in enumerate(points.groupby(["task", "column"], sort=True)):
-        part = part.sort_values("value", ascending=part["better"].iloc[0] == "lower").head(CHART_MODELS)
-        if marked:
-            part = part.assign(card=part["verified"].map({True: "verified", False: "not verified"}))
-        datasets[f"panel{i}"] = part.reset_index(drop=True)
+        point["color"] = _field("card", "nominal", title=None, scale={"domain": ("verified", "not verified")})
+    columns = sorted({(p.task, p.column) for p in points})
+    for i, (task, column) in enumerate(columns):
+        part = [p for p in points if (p.task, p.column) == (task, column)]
+        part = sorted(part, key=lambda p: p.value, reverse=part[0].better == "higher")[:CHART_MODELS]
+        datasets[f"panel{i}"] = pd.DataFrame(
+            [{**asdict(p), **({"card": "verified" if p.verified else "not verified"} if marked else {})}
+             for p in part])
         # a fixed width: a concatenation cannot take the page's width, and "container" would overflow it by the labels
         panels.append({
             "title": column, "width": 560, "data": {"name": f"panel{i}"},
-            "encoding": {"y": _field("model", "nominal", sort=part["model"].tolist(), title=None,
+            "encoding": {"y": _field("model", "nominal", sort=[p.model for p in part], title=None,
                                      axis={"labelLimit": 240}),
                          "tooltip": _tooltip("model", "value", "ci_low", "ci_high")},
             "layer": [{"mark": {"type": "rule", "strokeWidth": 2},
@@ -54,8 +60,8 @@ def tradeoff_chart(frame: pd.DataFrame, highlight: str | None = None) -> dict:
     frame = frame.assign(shown=frame["model"].eq(highlight).map({True: highlight, False: "other models"})
                          if highlight else "models")
     colour = _field("shown", "nominal", title=None)
-    axis = {"x": _field("unsafe", title="unsafe prompts answered in full (%)", scale={"domain": [0, 100]}),
-            "y": _field("over", title="safe prompts refused, fully or in part (%)", scale={"domain": [0, 100]})}
+    x = _field("unsafe", title="unsafe prompts answered in full (%)", scale={"domain": [0, 100]})
+    y = _field("over", title="safe prompts refused, fully or in part (%)", scale={"domain": [0, 100]})
     tooltip = [_field("model", "nominal"), _field("task", "nominal"),
                *(_field(n, format=".1f") for n in ("unsafe", "unsafe_low", "unsafe_high", "over", "over_low",
                                                     "over_high"))]
@@ -63,13 +69,13 @@ def tradeoff_chart(frame: pd.DataFrame, highlight: str | None = None) -> dict:
             "datasets": {"tradeoff": frame.reset_index(drop=True)}, "data": {"name": "tradeoff"},
             "width": 560, "height": 420,
             "layer": [{"mark": {"type": "rule"}, "encoding": {"x": _field("unsafe_low"), "x2": {"field": "unsafe_high"},
-                                                               "y": axis["y"], "color": colour}},
+                                                               "y": y, "color": colour}},
                       {"mark": {"type": "rule"}, "encoding": {"y": _field("over_low"), "y2": {"field": "over_high"},
-                                                               "x": axis["x"], "color": colour}},
+                                                               "x": x, "color": colour}},
                       {"mark": {"type": "point", "filled": True, "size": 70},
-                       "encoding": {**axis, "color": colour, "tooltip": tooltip}},
+                       "encoding": {"x": x, "y": y, "color": colour, "tooltip": tooltip}},
                       {"mark": {"type": "text", "align": "left", "dx": 7, "dy": -7, "fontSize": 11},
-                       "encoding": {**axis, "text": _field("model", "nominal")}}]}
+                       "encoding": {"x": x, "y": y, "text": _field("model", "nominal")}}]}
 
 
 def bars(frame: pd.DataFrame, title: str) -> dict:
@@ -102,18 +108,18 @@ def curve(frame: pd.DataFrame, title: str) -> dict:
                                     "tooltip": _tooltip("model", "turn", "value")}}]}
 
 
-def family_title(by: str, task: dict) -> str:
+def family_title(by: str, task: TaskEntry) -> str:
     """What one breakdown family shows (`by` is a submitted metric's field or a question's name)."""
     if by == "by_turn":
-        return f"{task['headline']}: by turn (the share of conversations the attack succeeded in by each turn)"
+        return f"{task.headline}: by turn (the share of conversations the attack succeeded in by each turn)"
     if by == "class F1":
         return "F1 per class (no CI in the card)"
     if by.endswith(" · class F1"):
         return f"{by.removesuffix(' · class F1')}: F1 per class (no CI in the card)"
-    return f"{task['headline']} by {by}"
+    return f"{task.headline} by {by}"
 
 
-def family_chart(part: pd.DataFrame, by: str, task: dict, prefix: str = "") -> dict:
+def family_chart(part: pd.DataFrame, by: str, task: TaskEntry, prefix: str = "") -> dict:
     """One breakdown family's chart: activation by turn as a curve, every other family as bars."""
     title = prefix + family_title(by, task)
     return curve(part, title) if by == "by_turn" else bars(part, title)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from benchmark.submissions import TaskEntry
 from benchmark.submissions.summary import JudgeQuality, Metric
 
 SIZES = ["< 1B", "1–10B", "10–100B", "> 100B", "unknown"]
@@ -70,9 +71,9 @@ def judge_text(quality: JudgeQuality | None) -> str:
     return "" if quality is None else quality.text()
 
 
-def headline_column(task: dict) -> str:
-    arrow = "↑" if task.get("better", "higher") == "higher" else "↓"
-    return f"{task['name']} · {task['headline']} {arrow}"
+def headline_column(task: TaskEntry) -> str:
+    arrow = "↑" if task.better == "higher" else "↓"
+    return f"{task.name} · {task.headline} {arrow}"
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def models_frame(cards: list) -> pd.DataFrame:
             "organisation": meta.get("organisation") or "",
             "parameters": meta.get("parameters") or "",
             "size": size_bucket(meta.get("parameters")),
-            "open weights": {True: "yes", False: "no"}.get(meta.get("open_weights"), ""),
+            "open weights": yes_no(meta.get("open_weights")),
             "languages": ", ".join(meta.get("languages") or []),
             "licence": meta.get("license") or "",
             "kind": summary.kind,
@@ -120,6 +121,19 @@ def models_frame(cards: list) -> pd.DataFrame:
         row["cards"] += 1
         row["verified"] += summary.verified
     return pd.DataFrame(list(rows.values()))
+
+
+def model_picked(summary, sizes: list[str], open_weights: str, licences: list[str], kinds: list[str]) -> bool:
+    """Whether a card's model matches the overview's filters (an empty pick: any)."""
+    meta = summary.metadata
+    return ((not sizes or size_bucket(meta.get("parameters")) in sizes)
+            and (open_weights == "any" or yes_no(meta.get("open_weights")) == open_weights)
+            and (not licences or (meta.get("license") or "") in licences)
+            and (not kinds or summary.kind in kinds))
+
+
+def yes_no(value) -> str:
+    return {True: "yes", False: "no"}.get(value, "")
 
 
 def tokens_frame(cards: list) -> pd.DataFrame:
@@ -141,7 +155,7 @@ def tokens_frame(cards: list) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def overview(cards: list, registry: dict) -> pd.DataFrame:
+def overview(cards: list, registry: dict[str, TaskEntry]) -> pd.DataFrame:
     """One row per model, a headline column (value, %) and a CI column per task; missing cells are NaN."""
     tasks = sorted({c.summary.task for c in cards})
     frame = models_frame(cards)
@@ -176,27 +190,40 @@ def overview(cards: list, registry: dict) -> pd.DataFrame:
                   *[c for c in frame.columns if c != "model" and c not in scores and c not in marks]]]
 
 
-def headlines(cards: list, registry: dict) -> pd.DataFrame:
-    """Long form: each card's headline (value, %) with its CI, the task's better direction and column name."""
+@dataclass(frozen=True)
+class Headline:
+    """One card's headline as the overview ranks and charts it: value and 95% CI in the shown unit (%, for shares)."""
+
+    task: str
+    column: str  # the overview's column: task, headline and the arrow of its better direction
+    model: str
+    value: float
+    ci_low: float
+    ci_high: float
+    better: str  # higher | lower
+    verified: bool
+
+
+def headlines(cards: list, registry: dict[str, TaskEntry]) -> list[Headline]:
+    """Each card's headline with its CI, the task's better direction and column name."""
     rows = []
     for c in cards:
-        summary = c.summary
-        task = registry[summary.task]
+        summary, task = c.summary, registry[c.summary.task]
         m = summary.headline
         k = 100 if m.is_share else 1
-        rows.append({"task": summary.task, "column": headline_column(task), "model": summary.model,
-                     "value": shown(m), "ci_low": k * m.ci_low, "ci_high": k * m.ci_high,
-                     "better": task.get("better", "higher"), "verified": summary.verified})
-    return pd.DataFrame(rows, columns=["task", "column", "model", "value", "ci_low", "ci_high", "better", "verified"])
+        rows.append(Headline(task=summary.task, column=headline_column(task), model=summary.model, value=shown(m),
+                             ci_low=k * m.ci_low, ci_high=k * m.ci_high, better=task.better,
+                             verified=summary.verified))
+    return rows
 
 
-def tradeoff(cards: list, registry: dict) -> pd.DataFrame:
+def tradeoff(cards: list, registry: dict[str, TaskEntry]) -> pd.DataFrame:
     """Each card of an over-refusal task (headline over_refusal, beside it unsafe_compliance): the share of unsafe
     prompts the model answered in full (x) and of safe prompts it refused (y), in %, each with its 95% interval."""
     rows = []
     for c in cards:
-        task = registry.get(c.summary.task) or {}
-        if task.get("headline") != OVER_REFUSAL:
+        task = registry.get(c.summary.task)
+        if task is None or task.headline != OVER_REFUSAL:
             continue
         unsafe = c.record.metrics.get(UNSAFE_COMPLIANCE)
         if unsafe is None:
@@ -209,19 +236,19 @@ def tradeoff(cards: list, registry: dict) -> pd.DataFrame:
                                        "over_low", "over_high"])
 
 
-def ranks(points: pd.DataFrame) -> dict[str, int]:
-    """Each model's rank on one headline (rows of `headlines` for one column): one plus the number of models whose
-    whole interval lies on the better side of its own. Models whose intervals overlap are never ranked apart, so
-    they share a rank; a rank says only what the data can tell apart."""
-    if points.empty:
+def ranks(points: list[Headline]) -> dict[str, int]:
+    """Each model's rank on one headline (the `headlines` of one column): one plus the number of models whose whole
+    interval lies on the better side of its own. Models whose intervals overlap are never ranked apart, so they share
+    a rank; a rank says only what the data can tell apart."""
+    if not points:
         return {}
-    higher = points["better"].iloc[0] == "higher"
-    lows, highs = points["ci_low"].to_numpy(), points["ci_high"].to_numpy()
-    if higher:  # better: a low end above this high end
+    lows = np.array([p.ci_low for p in points])
+    highs = np.array([p.ci_high for p in points])
+    if points[0].better == "higher":  # better: a low end above this high end
         better = len(lows) - np.searchsorted(np.sort(lows), highs, side="right")
     else:  # better: a high end below this low end
         better = np.searchsorted(np.sort(highs), lows, side="left")
-    return {model: 1 + int(b) for model, b in zip(points["model"], better)}
+    return {p.model: 1 + int(b) for p, b in zip(points, better)}
 
 
 ROW_PX, HEADER_PX = 35, 38  # st.dataframe's row and header heights
@@ -275,14 +302,14 @@ def apart_frame(cards: list) -> pd.DataFrame:
     return frame.sort_values(["model", "task"], kind="stable", ignore_index=True)
 
 
-def breakdown(cards: list, task: dict) -> pd.DataFrame:
+def breakdown(cards: list, task: TaskEntry) -> pd.DataFrame:
     """Every card's breakdowns on one task as its kind lays them out (the headline by group, with CIs; F1 per class
     of every question for classify tasks): one row per model, family and group."""
     from benchmark.kinds import kind_class
 
-    kind = kind_class(task["kind"])
-    rows = [{"model": c.summary.model, **row} for c in cards if c.summary.task == task["name"]
-            for row in kind.breakdown_rows(c.card, task)]
+    kind = kind_class(task.kind)
+    rows = [{"model": c.summary.model, **row} for c in cards if c.summary.task == task.name
+            for row in kind.breakdown_rows(c.card, task.config)]
     return pd.DataFrame(rows, columns=["model", "by", "group", "value", "ci_low", "ci_high"])
 
 
@@ -305,21 +332,21 @@ def to_csv(frame: pd.DataFrame) -> bytes:
     return out.to_csv(index=False).encode("utf-8")
 
 
-def model_row(c, task: dict) -> dict:
+def model_row(c, task: TaskEntry) -> dict:
     """One card's row in a model's table of cards."""
     card, summary = c.record, c.summary
     m = summary.headline
     judge_error = card.breakdown.get("judge_error")
     fixed = card.metrics.get(judge_error.get("corrected")) if isinstance(judge_error, dict) else None
     fixed = Metric.of(fixed) if fixed is not None else None
-    return {"task": summary.task, "headline": task["headline"], "value": shown(m), "95% CI": ci_text(m),
+    return {"task": summary.task, "headline": task.headline, "value": shown(m), "95% CI": ci_text(m),
             "corrected for judge error": (f"{judge_error['corrected']}: {shown(fixed):.1f} {ci_text(fixed)}"
                                           if fixed is not None else
                                           str(judge_error.get("corrected", "")) if isinstance(judge_error, dict)
                                           else ""),
             "judges on human labels": judge_text(summary.judge),
             "panel": c.panel or "the task's",
-            "better": task.get("better", "higher"), "n": summary.n,
+            "better": task.better, "n": summary.n,
             "verified": verified_text(summary.verified), "run": card.run.started_at,
             "suite commit": (card.run.git_commit or "")[:10],
             "judges": ", ".join(f"{j.step}: {j.name}" for j in card.judges or [])}

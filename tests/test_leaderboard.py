@@ -248,7 +248,7 @@ def _marks(spec: dict) -> set[str]:
 
 def headline(root: Path, model: str, task: str) -> float:
     card = json.loads((root / model / f"{task}.json").read_text())
-    head = S.task_registry()[task]["headline"]
+    head = S.task_registry()[task].headline
     return 100 * card["metrics"][head]["value"]
 
 
@@ -376,7 +376,8 @@ def test_ranks_count_only_the_models_an_interval_apart():
     T = _tables()
 
     def points(better, *rows):
-        return pd.DataFrame([{"model": m, "ci_low": lo, "ci_high": hi, "better": better} for m, lo, hi in rows])
+        return [T.Headline(task="t", column="t · x", model=m, value=(lo + hi) / 2, ci_low=lo, ci_high=hi, better=better,
+                           verified=True) for m, lo, hi in rows]
 
     # a and b overlap: one rank; c lies wholly above both; d overlaps b but not a
     higher = points("higher", ("a", 10, 20), ("b", 15, 25), ("c", 30, 40), ("d", 21, 29))
@@ -481,12 +482,13 @@ def _other_context_judge(card) -> None:
 def _signed(key: Path, published: dict, **figures):
     """A verification of the card as it is now, signed with `key`, from a published card's block with `figures`."""
     from benchmark.identity import card_sha256
+    from benchmark.run.card_record import VerificationResult
     from benchmark.submissions.signing import sign, verified_from
 
     def change(card):
         block = {k: v for k, v in published["verification"].items() if k not in ("key_id", "signature")}
         block.update(figures, card_sha256=card_sha256(card))
-        block["verified"] = verified_from(block)
+        block["verified"] = verified_from(VerificationResult.model_validate(block))
         card["verification"] = sign(card, block, key)
     return change
 
@@ -1001,11 +1003,11 @@ def test_the_hosted_app_needs_only_its_requirements():
     """Run as a host would run it: no torch, lm-eval or datasets is imported, and every package that the app's code
     and the suite modules it loads import is installed by leaderboard/requirements.txt."""
     code = ("import sys; from streamlit.testing.v1 import AppTest; "
-            f"at = AppTest.from_file({str(APP)!r}, default_timeout=120).run(); assert not at.exception; "
+            f"at = AppTest.from_file({str(APP)!r}, default_timeout=300).run(); assert not at.exception; "
             "print(' '.join(sorted({m.split('.')[0] for m in sys.modules}))); "
             "print(' '.join(sorted(m.__file__ for n, m in sys.modules.items() "
             "if n.split('.')[0] in ('benchmark', 'tables', 'charts', 'cards') and getattr(m, '__file__', None))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
                          env={**os.environ, "BENCHMARK_DATA_ROOT": ""})
     assert out.returncode == 0, out.stderr[-2000:]
     modules_line, files_line = out.stdout.strip().splitlines()[-2:]

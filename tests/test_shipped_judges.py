@@ -132,4 +132,4 @@ def test_a_published_detector_card_verifies_on_this_clone(data_root, tmp_path):
     card = tmp_path / "diasafety-detector"
     shutil.copytree(REPO / "submissions" / "diasafety-detector", card)
     result = verify(card / "diasafety.json", n=20, seed=7, data_root=str(data_root))
-    assert result["verified"] and result["verdict_agreement"] == 1.0 and result["judgement_mismatches"] == 0
+    assert result.verified and result.verdict_agreement == 1.0 and result.judgement_mismatches == 0

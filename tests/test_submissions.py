@@ -19,7 +19,7 @@ from benchmark.run.runner import run
 from benchmark.identity import file_sha256
 from benchmark.cli.submit import main as submit_main
 from benchmark.cli.submit import package, validate, verify
-from benchmark.run.card_record import ScoreCard
+from benchmark.run.card_record import ScoreCard, Verification
 
 SEED = "profanity-check"  # a published folder every test can copy: one card on diasafety
 
@@ -365,10 +365,10 @@ def test_package_a_run_then_verify_it(compose, data_root, tmp_path, verifier_key
     assert packed["samples"]["sha256"] == file_sha256(folder / "diasafety.samples.jsonl.gz")
 
     unsigned = verify(out, n=15, seed=3, data_root=str(data_root))
-    assert unsigned["verified"] and "verification" not in json.loads(out.read_text())  # no key: nothing written
+    assert unsigned.verified and "verification" not in json.loads(out.read_text())  # no key: nothing written
     result = verify(out, n=15, data_root=str(data_root), key=verifier_key)
-    assert result["verified"] and result["n"] == 15 and result["verdict_agreement"] == 1.0
-    assert json.loads(out.read_text())["verification"] == result
+    assert result.verified and result.n == 15 and result.verdict_agreement == 1.0
+    assert Verification.model_validate(json.loads(out.read_text())["verification"]) == result
     assert validate([folder]) == (1, [])
     # editing a verified card breaks the binding
     edit_card(folder, _set(["metrics", "macro_f1", "value"], packed["metrics"]["macro_f1"]["ci_high"]))

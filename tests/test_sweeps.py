@@ -150,7 +150,7 @@ def test_launcher_presets_extend_the_plugins_configs(preset, schema, int_key, ta
 
 
 def test_summary_table_shows_units_failed_requests_and_varying_overrides():
-    from benchmark.cli.sweep import summary_table
+    from benchmark.cli.sweep import JobReport, summary_table
 
     share = {"value": 0.25, "ci_low": 0.2, "ci_high": 0.3, "n": 40}
     turns = {"value": 2.5, "ci_low": 2.0, "ci_high": 3.25, "n": 12, "unit": "turns"}
@@ -162,7 +162,7 @@ def test_summary_table_shows_units_failed_requests_and_varying_overrides():
         {"num": 2, "status": "failed", "model": "m", "task": "v", "error": "task v: no data",
          "overrides": ["model=m", "task=v", "limit=40", "seed=3"]},
     ]
-    text = summary_table(jobs, "S")
+    text = summary_table([JobReport.model_validate(j) for j in jobs], "S")
     lines = text.splitlines()
     assert lines[0] == "sweep S: 3 jobs, 2 finished, 1 failed" and lines[1] == "overrides of every job: model=m limit=40"
     rows = {line.split()[0]: re.split(r"\s{2,}", line.strip()) for line in lines if re.match(r"^\d\s", line)}

@@ -233,7 +233,7 @@ def test_verify_never_sends_a_secret_where_a_submitted_config_says(api_card, dat
     monkeypatch.setenv("MAINTAINER_KEY", "the-maintainers-own-key")
     result = verify(out, n=5, data_root=str(data_root), endpoints={"model": server.url},
                     key_envs={"model": "MAINTAINER_KEY"})
-    assert result["verified"] and len(server.requests) == sent_before + 5
+    assert result.verified and len(server.requests) == sent_before + 5
     assert not any("the-maintainers-cloud-secret" in json.dumps(h) for h in server.headers)
     assert [h["Authorization"] for h in server.headers[-5:]] == ["Bearer the-maintainers-own-key"] * 5
     assert submit_main(["verify", str(out), "--endpoint", "judge=http://x", "--data-root", str(data_root)]) == 2

@@ -233,6 +233,7 @@ def test_a_verifier_reasks_a_sample_of_the_record(compose, tmp_path, chatbot_roo
     from benchmark.judge.measure import measure
     from benchmark.run.recheck import recheck
     from benchmark.run.runner import plan
+    from benchmark.run.card_record import VerificationResult
     from benchmark.submissions.signing import verified_from
 
     measure(["diasafety_chatbot", f"data_root={chatbot_root}", f"cache_dir={tmp_path / 'maintainer'}",
@@ -256,8 +257,10 @@ def test_a_verifier_reasks_a_sample_of_the_record(compose, tmp_path, chatbot_roo
     R.shipped.cache_clear()
     got = recheck(p, backends, tmp_path / "again.sqlite", 0, 1)
     assert not got["judge_records_agree"] and all(v["differ"] == v["n"] == 12 for v in got["judge_records"].values())
-    verification = {"n": 20, "verdict_agreement": 1.0, "min_agreement": 0.95, **got}
-    assert not verified_from(verification) and verified_from({**verification, "judge_records_agree": True})
+    verification = {"verified": False, "at": "2026-01-01T00:00:00+00:00", "seed": 1, "n": 20, "verdict_agreement": 1.0,
+                    "output_agreement": 1.0, "min_agreement": 0.95, **got}
+    assert not verified_from(VerificationResult.model_validate(verification))
+    assert verified_from(VerificationResult.model_validate({**verification, "judge_records_agree": True}))
 
 
 def test_the_docs_show_the_shipped_record():

@@ -46,7 +46,7 @@ def describe(group: str) -> list[tuple[str, str]]:
     from omegaconf import OmegaConf
 
     if group == "tasks":
-        return [(name, f"{t['language']}  {t['kind']:<16} {_first_sentence(t.get('description') or '')}")
+        return [(name, f"{t.language}  {t.kind:<16} {_first_sentence(t.description)}")
                 for name, t in sorted(task_registry().items())]
     out = []
     for path in sorted(GROUPS[group].glob("*.yaml")):

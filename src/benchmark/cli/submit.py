@@ -33,7 +33,7 @@ from ..models.base import Backend, Reach
 from ..models.cached import Failure
 from ..models.registry import backend_class
 from ..run import scorecard
-from ..run.card_record import JudgingValidation, ScoreCard
+from ..run.card_record import JudgingValidation, ScoreCard, Verification, VerificationResult
 from ..run.folder import read_samples
 from ..run.recheck import recheck
 from ..run.runner import POOL, pins, plan, run
@@ -181,12 +181,13 @@ def _maintainers_endpoints(card: ScoreCard, endpoints: dict[str, str], key_envs:
 def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str | None = None,
            min_agreement: float = 0.95, allow_remote_code: bool = False, key: Path | None = None,
            endpoints: dict[str, str] | None = None, key_envs: dict[str, str] | None = None,
-           judge_sample: int = 200) -> dict:
+           judge_sample: int = 200) -> VerificationResult:
     """Validate the card (every derived value recomputed), then re-run a random sample of its records with its
     configs (a fresh cache: the models really answer; endpoints and keys the verifier's own) and compare outputs,
     verdicts, gold labels and groups with the submitted samples; and re-ask its judges `judge_sample` rows of each
     labelled set the shipped validity record answered for them (0: every row), against the record. With a verifier's
-    private key the result is signed and written into the card as `verification`; without one it is only returned."""
+    private key the verdict is signed and written into the card as `verification` (and returned as one); without
+    one it is only returned."""
     loaded = S.load_folder(card_path.parent, True, allow_remote_code, only=card_path, data_root=data_root)
     if loaded.rejected:
         raise BenchmarkError("the card does not validate; fix it before verifying:\n  " +
@@ -217,13 +218,14 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
               **_compared(kind, ids, submitted, rerun, record, ScoreCard.model_validate(rerun_card)),
               "min_agreement": min_agreement,
               **({**records, "judge_sample": judge_sample} if records else {})}
-    result = {"verified": verified_from(result), **result}
     card = {k: v for k, v in card.items() if k != "verification"}
-    result["card_sha256"] = card_sha256(card)
-    if key is not None:
-        card["verification"] = result = sign(card, result, key)
-        write_json(card_path, card)
-    return result
+    result = {"verified": False, **result, "card_sha256": card_sha256(card)}
+    result = {**result, "verified": verified_from(VerificationResult.model_validate(result))}
+    if key is None:
+        return VerificationResult.model_validate(result)
+    signed = sign(card, result, key)
+    write_json(card_path, {**card, "verification": signed})
+    return Verification.model_validate(signed)
 
 
 def _rerun_config(card: ScoreCard, configs: dict, ids: list[str], tmp: Path, data_root: str | None,
@@ -475,16 +477,16 @@ def _command(command: str, args) -> int:
     else:
         r = verify(args.card, args.n, args.seed, args.data_root, args.min_agreement, args.allow_remote_code,
                    args.key, _pairs(args.endpoint, "--endpoint"), _pairs(args.key_env, "--key-env"), args.judge_sample)
-        state = "verified" if r["verified"] else "NOT verified"
-        print(f"{args.card}: {state}: {r['n']} records re-run (seed {r['seed']}), verdicts agree on "
-              f"{100 * r['verdict_agreement']:.1f}%, outputs identical on {100 * r['output_agreement']:.1f}%, "
-              f"{r['failed']} failed, {r['reference_mismatches']} with other gold labels, groups or matching, "
-              f"{r['judgement_mismatches']} judged otherwise on the same outputs"
-              + (f", the shipped judge record {'agrees' if r['judge_records_agree'] else 'DIFFERS'} on "
-                 f"{sum(v['n'] for v in r['judge_records'].values() if isinstance(v, dict))} re-asked rows"
-                 if "judge_records" in r else "")
+        state = "verified" if r.verified else "NOT verified"
+        print(f"{args.card}: {state}: {r.n} records re-run (seed {r.seed}), verdicts agree on "
+              f"{100 * r.verdict_agreement:.1f}%, outputs identical on {100 * r.output_agreement:.1f}%, "
+              f"{r.failed} failed, {r.reference_mismatches} with other gold labels, groups or matching, "
+              f"{r.judgement_mismatches} judged otherwise on the same outputs"
+              + (f", the shipped judge record {'agrees' if r.judge_records_agree else 'DIFFERS'} on "
+                 f"{sum(v.n for v in r.judge_records.values() if not isinstance(v, str))} re-asked rows"
+                 if r.judge_records is not None else "")
               + ("; signed into the card" if args.key else "; not written (no --key)"))
-        return 0 if r["verified"] else 1
+        return 0 if r.verified else 1
     return 0
 
 

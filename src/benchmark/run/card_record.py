@@ -257,10 +257,9 @@ class RecordCheck(Record):
     near: Count
 
 
-class Verification(Record):
-    """Written by `python -m benchmark.submit verify --key ...`, never by a submitter: a random sample of the records
-    re-run with the model config, how far the re-run agrees with the submitted samples, and the verifier's Ed25519
-    signature over the card's hash and this block; valid only for a key listed in submissions/verifier_keys.json."""
+class VerificationResult(Record):
+    """What `python -m benchmark.submit verify` finds: a random sample of the records re-run with the model config,
+    and how far the re-run agrees with the submitted samples. Signed, it is the card's Verification."""
 
     verified: bool
     at: str
@@ -270,9 +269,7 @@ class Verification(Record):
     verdict_agreement: Share
     output_agreement: Share
     min_agreement: float
-    card_sha256: Sha256
-    key_id: str
-    signature: str
+    card_sha256: Sha256 = None
     failed: Count = None
     disagreeing_ids: List[Union[str, int]] = None
     judgement_mismatches: Count = None
@@ -282,6 +279,16 @@ class Verification(Record):
     judge_records_agree: bool = None
     judging_validation_agrees: bool = None
     judge_sample: Count = None
+
+
+class Verification(VerificationResult):
+    """Written by `python -m benchmark.submit verify --key ...`, never by a submitter: the verdict and the verifier's
+    Ed25519 signature over the card's hash and this block; valid only for a key listed in
+    submissions/verifier_keys.json."""
+
+    card_sha256: Sha256
+    key_id: str
+    signature: str
 
 
 class JudgingValidation(Record):

@@ -19,10 +19,12 @@ folder never affects another. The modules, by concern:
 This module is their face: the names the leaderboard and the submit command use.
 """
 
-from .base import CARD_SUFFIX, MODEL_FILE, SAMPLES_SUFFIX, SUBMISSIONS_DIR, TASKS_DIR, Problem, task_registry
+from .base import (CARD_SUFFIX, MODEL_FILE, SAMPLES_SUFFIX, SUBMISSIONS_DIR, TASKS_DIR, Problem, TaskEntry,
+                   task_registry)
 from .card import Card, Loaded, read_card
 from .loading import RootState, load, load_folder, load_model_folder, load_runs
 from .samples import read_samples
 
 __all__ = ["CARD_SUFFIX", "MODEL_FILE", "SAMPLES_SUFFIX", "SUBMISSIONS_DIR", "TASKS_DIR", "Card", "Loaded", "Problem",
-           "RootState", "load", "load_folder", "load_model_folder", "load_runs", "read_card", "read_samples", "task_registry"]
+           "RootState", "TaskEntry", "load", "load_folder", "load_model_folder", "load_runs", "read_card",
+           "read_samples", "task_registry"]

@@ -8,12 +8,13 @@ import json
 import math
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..paths import REPO_ROOT, TASKS_DIR  # noqa: F401  (TASKS_DIR: where the board finds a task's definition)
 from ..safe_yaml import MAX_DEPTH  # collections nested in any submitted value, JSON or YAML (the published: 10)
 from ..composition import compose
+from ..config import PinnedConfig
 
 SUBMISSIONS_DIR = REPO_ROOT / "submissions"
 VERIFIER_KEYS = SUBMISSIONS_DIR / "verifier_keys.json"
@@ -147,13 +148,39 @@ def _within_bounds(value: dict | list, depth: int) -> None:
             raise
 
 
+@dataclass(frozen=True)
+class TaskEntry:
+    """A task as its readers see it: the fields they show, typed, and its composed definition whole (`config`: what
+    its hash covers and its kind's own sections read)."""
+
+    name: str
+    kind: str
+    language: str
+    headline: str
+    version: int = 1
+    better: str = "higher"  # higher | lower: which way the headline improves
+    citation: str = ""
+    description: str = ""
+    config: dict = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def of(cls, config: dict) -> TaskEntry:
+        """The entry of a composed task definition (`config`, as a plain dict)."""
+        return cls(**{f.name: config[f.name] for f in fields(cls) if f.name != "config" and f.name in config},
+                   config=config)
+
+    @property
+    def pinned(self) -> PinnedConfig:
+        return PinnedConfig(**(self.config.get("pinned") or {}))
+
+
 @functools.lru_cache(maxsize=1)
-def task_registry() -> dict[str, dict]:
+def task_registry() -> dict[str, TaskEntry]:
     """Every task in tasks/, composed as a run would compose it (inherited fields included), by name."""
     from omegaconf import OmegaConf
 
     tasks = {}
     for path in sorted(TASKS_DIR.glob("*.yaml")):
         task = compose([f"task={path.stem}"]).task
-        tasks[task.name] = OmegaConf.to_container(task, resolve=True)
+        tasks[task.name] = TaskEntry.of(OmegaConf.to_container(task, resolve=True))
     return tasks

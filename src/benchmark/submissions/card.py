@@ -31,34 +31,35 @@ class Card:
         self.path, self.model_config, self.known_panel = path, model_config, known_panel  # (panel,) where kept
         self.check_key = check_key  # the key its check results are kept under, with a store
         self.sha256 = sha256  # of the bytes checked
-        if card is not None:
-            self.__dict__["card"] = card
-        if summary is not None:
-            self.__dict__["summary"] = summary
-        if record is not None:
-            self.__dict__["record"] = record
+        self._card, self._record, self._summary = card, record, summary  # each read or made once, when asked for
 
-    @functools.cached_property
+    @property
     def card(self) -> dict:
-        raw = card_bytes(self.path)
-        if hashlib.sha256(raw).hexdigest() != self.sha256:
-            raise BenchmarkError(f"{self.path}: changed since it was checked; it is checked again when the cards are "
-                                 "loaded again")
-        return json.loads(raw)
+        if self._card is None:
+            raw = card_bytes(self.path)
+            if hashlib.sha256(raw).hexdigest() != self.sha256:
+                raise BenchmarkError(f"{self.path}: changed since it was checked; it is checked again when the cards "
+                                     "are loaded again")
+            self._card = json.loads(raw)
+        return self._card
 
-    @functools.cached_property
+    @property
     def record(self) -> ScoreCard:
         """Parsed once, from bytes that passed the checks (BenchmarkError for a card the record refuses, which no
         reader of its fields then sees)."""
-        record, refused = parsed(self.card)
-        if record is None:
-            field, what = refused[0]
-            raise BenchmarkError(f"{self.path}: field {field}: {what}")
-        return record
+        if self._record is None:
+            record, refused = parsed(self.card)
+            if record is None:
+                field, what = refused[0]
+                raise BenchmarkError(f"{self.path}: field {field}: {what}")
+            self._record = record
+        return self._record
 
-    @functools.cached_property
+    @property
     def summary(self) -> Summary:
-        return Summary.of(self.record)
+        if self._summary is None:
+            self._summary = Summary.of(self.record)
+        return self._summary
 
     @functools.cached_property
     def panel(self) -> str | None:

@@ -24,11 +24,14 @@ import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel
 
 from .. import __version__, BenchmarkError
 from ..identity import file_sha256, sha256_json
 from ..paths import CONF_DIR, PACKAGE_DIR, TASKS_DIR, cache_root
-from .base import VERIFIER_KEYS, Problem, task_registry
+from .base import VERIFIER_KEYS, Problem, TaskEntry, task_registry
 from .card import Card, Loaded
 from .summary import Summary
 
@@ -83,6 +86,24 @@ class KeptCard:
     problems: list[Problem]
     panel: str | None
     summary: Summary | None
+
+
+class FolderCard(BaseModel):
+    """An accepted card of a loaded folder, as kept: enough to show it without reading it again."""
+
+    path: str
+    config: dict  # its model folder's config
+    sha256: str  # of the bytes checked
+    check_key: str
+    panel: Optional[str]
+    summary: dict  # Summary.to_json()
+
+
+class KeptFolder(BaseModel):
+    """What loading a folder gave: its accepted cards and its rejected files' problems (path, field, message)."""
+
+    cards: list[FolderCard]
+    rejected: list[tuple[str, str, str]]
 
 
 class CheckStore:
@@ -164,18 +185,19 @@ class CheckStore:
         value = self._get("folders", slot)
         if value is None or value[:len(key) + 1] != key + "\n":
             return None
-        kept = json.loads(value[len(key) + 1:])
-        cards = [Card(Path(c["path"]), None, c["config"], known_panel=(c["panel"],), sha256=c["sha256"],
-                      check_key=c["check_key"], summary=Summary.from_json(c["summary"])) for c in kept["cards"]]
-        return Loaded(cards=cards, rejected=[Problem(*p) for p in kept["rejected"]])
+        kept = KeptFolder.model_validate_json(value[len(key) + 1:])
+        cards = [Card(Path(c.path), None, c.config, known_panel=(c.panel,), sha256=c.sha256, check_key=c.check_key,
+                      summary=Summary.from_json(c.summary)) for c in kept.cards]
+        return Loaded(cards=cards, rejected=[Problem(*p) for p in kept.rejected])
 
     def keep_loaded(self, slot: str, key: str, loaded) -> None:
         if any(c.check_key is None or c.sha256 is None for c in loaded.cards):
             return
-        self._put("folders", slot, key + "\n" + json.dumps({
-            "cards": [{"path": str(c.path), "config": c.model_config, "sha256": c.sha256, "check_key": c.check_key,
-                       "panel": c.panel, "summary": c.summary.to_json()} for c in loaded.cards],
-            "rejected": [[p.path, p.field, p.message] for p in loaded.rejected]}))
+        kept = KeptFolder(cards=[FolderCard(path=str(c.path), config=c.model_config, sha256=c.sha256,
+                                            check_key=c.check_key, panel=c.panel, summary=c.summary.to_json())
+                                 for c in loaded.cards],
+                          rejected=[(p.path, p.field, p.message) for p in loaded.rejected])
+        self._put("folders", slot, key + "\n" + kept.model_dump_json())
 
     def shown(self, key: str) -> bool:
         """Whether a board showed the card of this key (a key that holds its check's and the board code's)."""
@@ -184,14 +206,15 @@ class CheckStore:
     def keep_shown(self, key: str) -> None:
         self._put("shown", key, "")
 
-    def registry(self) -> dict[str, dict]:
-        """base.task_registry(), kept: composing every task costs about a second per process."""
+    def registry(self) -> dict[str, TaskEntry]:
+        """base.task_registry(), kept (each task's definition): composing every task costs about a second per
+        process."""
         found = key("registry", os.environ.get("BENCHMARK_DATA_ROOT"))
         value = self._get("registry", found)
         if value is not None:
-            return json.loads(value)
+            return {name: TaskEntry.of(config) for name, config in json.loads(value).items()}
         registry = task_registry()
-        self._put("registry", found, json.dumps(registry))
+        self._put("registry", found, json.dumps({name: t.config for name, t in registry.items()}))
         return registry
 
     def _put(self, table: str, key: str, value: str) -> None:

@@ -18,7 +18,7 @@ from ..run.card_record import ScoreCard, parsed
 from ..run.progress import Progress
 from . import checked
 from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MODEL_FILE, SAMPLES_SUFFIX, SUBMISSIONS_DIR, Problem,
-                   capped, name_key, task_registry)
+                   TaskEntry, capped, name_key, task_registry)
 from .checked import CheckStore
 from .configs import check_model_config, read_yaml
 from .names import imitation_problems
@@ -293,7 +293,7 @@ def _entry_problems(folder: Path, entries: list[_Entry]) -> list[Problem]:
     return problems
 
 
-def load_runs(root: Path) -> tuple[Loaded, dict]:
+def load_runs(root: Path) -> tuple[Loaded, dict[str, TaskEntry]]:
     """Your own run folders under root (results/<model>/<task>/<run>/, or any folder holding scorecard.json), for
     `python -m benchmark view`: cards as the runs wrote them, not checked as submissions are (they are yours), but
     never one whose samples file leads outside its folder; each labelled "<model> [<run>, limit N]" so that several
@@ -313,7 +313,9 @@ def load_runs(root: Path) -> tuple[Loaded, dict]:
             record = record.model_copy(update={"model": record.model.model_copy(update={"name": label})})
             entry = Card(path, card, record.model.config, record=record)
             entry.samples_path  # raises for a samples file outside the run's folder: it is never read
-            registry.setdefault(record.task.name, record.task.config or {})
+            task = record.task
+            registry.setdefault(task.name, TaskEntry.of({**(task.config or {}), "name": task.name, "kind": task.kind,
+                                                         "language": task.language, "headline": task.headline}))
             out.cards.append(entry)
         except (BenchmarkError, KeyError, TypeError, AttributeError) as e:
             out.rejected.append(Problem(str(path), "", f"cannot be read as a run's score card: {e}"))

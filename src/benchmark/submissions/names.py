@@ -266,7 +266,7 @@ def _read_outputs(path: Path, task: str) -> tuple[str | None, str | None]:
         found = None
         if known is not None:
             try:
-                kind = kind_class(known["kind"])
+                kind = kind_class(known.kind)
                 # bounded: a gzip bomb, a runaway line or a field the kind does not write stops the read
                 samples = read_samples(path, kind.packaged_fields | set(DATA_KEYS))
                 found = sha256_json(sorted(([s["id"], kind.outputs(s)] for s in samples), key=lambda pair: pair[0]))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .. import BenchmarkError
 from ..composition import compose, task_schema
-from ..config import ModelMetadata, PinnedConfig
+from ..config import ModelMetadata
 from ..data import bundled_file
 from ..identity import essential, file_sha256, model_sha256, reference_sha256, task_sha256
 from ..kinds import kind_class, make_kind, score
@@ -34,7 +34,7 @@ from ..run.validity import validation_sets
 from ..run.validity_record import labels_sha256
 from ..submissions.signing import verification_problems
 from . import checked
-from .base import CARD_SUFFIX, KEY_NAME, MAX_BOOTSTRAP, SAMPLES_SUFFIX, Problem, task_registry
+from .base import CARD_SUFFIX, KEY_NAME, MAX_BOOTSTRAP, SAMPLES_SUFFIX, Problem, TaskEntry, task_registry
 from .checked import CheckStore, Given
 from .configs import check_model_config, full_config, model_config_node
 from .measured import record_problems
@@ -48,7 +48,7 @@ DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3}|\.\d{6})?
 
 @functools.lru_cache(maxsize=None)
 def _task_sha256(name: str) -> str:
-    return task_sha256(task_registry()[name], task_schema())
+    return task_sha256(task_registry()[name].config, task_schema())
 
 
 def _essential_task(config) -> dict:
@@ -88,9 +88,9 @@ def _metric_problems(headline: str, metrics: dict[str, Metric], where: str) -> l
     return problems
 
 
-def _pinned_problems(card: ScoreCard, known: dict, where: str) -> list[Problem]:
+def _pinned_problems(card: ScoreCard, known: TaskEntry, where: str) -> list[Problem]:
     """The card's data against what the task pins: the records' hash, how many it covers, which it left out."""
-    name, pinned, dataset = card.task.name, PinnedConfig(**(known.get("pinned") or {})), card.dataset
+    name, pinned, dataset = card.task.name, known.pinned, card.dataset
     if not pinned.sha256 or pinned.records is None or not pinned.reference_sha256:
         return [Problem(where, "dataset.sha256", f"task {name} has no pinned data yet, so no card can be checked "
                                                  f"against its data; a maintainer pins it in tasks/{name}.yaml "
@@ -151,7 +151,7 @@ def _identity_problems(card: ScoreCard, where: str) -> list[Problem]:
             if stated != entry.config.get(key)]
 
 
-def _task_data(known: dict) -> tuple[set[str], str]:
+def _task_data(known: TaskEntry) -> tuple[set[str], str]:
     """Where a task's records come from, as a run names it (data_root, the task's URL or its hub data set; several
     sources joined in order: data.load_rows, Kind.data_sources), and the split they are."""
     def origins(data: dict) -> set[str]:
@@ -159,11 +159,11 @@ def _task_data(known: dict) -> tuple[set[str], str]:
         return {o for o in (f"data_root:{data['path']}", bundled, data.get("url"), data.get("hub") and f"hub:{data['hub']}")
                 if o}
 
-    data, split = kind_class(known["kind"]).data_sources(known)
+    data, split = kind_class(known.kind).data_sources(known.config)
     return {" + ".join(o) for o in itertools.product(*(origins(d) for d in data))}, split
 
 
-def _source_problems(card: ScoreCard, known: dict, where: str) -> list[Problem]:
+def _source_problems(card: ScoreCard, known: TaskEntry, where: str) -> list[Problem]:
     """The card's data is the task's own: read from where the task reads it, and the task's split."""
     sources, split = _task_data(known)
     dataset, name = card.dataset, card.task.name
@@ -290,15 +290,15 @@ def _rule_problems(path: Path, raw: dict, card: ScoreCard, model_config: dict | 
     return problems
 
 
-def _task_problems(path: Path, card: ScoreCard, known: dict, where: str) -> list[Problem]:
+def _task_problems(path: Path, card: ScoreCard, known: TaskEntry, where: str) -> list[Problem]:
     """The card names its task as the suite defines it, and sits where a card of that task and model must."""
     task, problems = card.task, []
     for key, stated in (("version", task.version), ("headline", task.headline), ("kind", task.kind),
                         ("language", task.language)):
-        if stated != known[key]:
+        if stated != getattr(known, key):
             problems.append(Problem(where, f"task.{key}", f"{stated!r}: task {task.name}'s {key} is "
-                                                          f"{known[key]!r}"))
-    if task.config is not None and _essential_task(task.config) != _essential_task(known):
+                                                          f"{getattr(known, key)!r}"))
+    if task.config is not None and _essential_task(task.config) != _essential_task(known.config):
         problems.append(Problem(where, "task.config", f"is not task {task.name}'s definition"))
     if task.config_sha256 != _task_sha256(task.name):
         problems.append(Problem(where, "task.config_sha256", f"is not the hash of task {task.name}'s definition "
@@ -357,13 +357,13 @@ def _outcome(card: ScoreCard) -> dict | str | None:
     return outcome.model_dump(exclude_unset=True) if isinstance(outcome, JudgingValidation) else outcome
 
 
-def _validation_problems(card: ScoreCard, known: dict, where: str) -> list[Problem]:
+def _validation_problems(card: ScoreCard, known: TaskEntry, where: str) -> list[Problem]:
     """The judges' outcome on their labelled set: the set the task names, with the set's pinned data and labels (the
     flags are the judges' own: only re-running them, as verify does, can check those)."""
     outcome = card.judging_validation
 
-    section = kind_class(known["kind"]).section
-    declared = ((known.get(section) or {}).get("validation") or {}).get("set")
+    section = kind_class(known.kind).section
+    declared = ((known.config.get(section) or {}).get("validation") or {}).get("set")
     if isinstance(outcome, str) and outcome != NOT_MEASURED:
         return [Problem(where, "judging_validation", f"{outcome[:60]!r}: the judges' outcome on their labelled set, or "
                                                      f"{NOT_MEASURED!r}")]
@@ -395,7 +395,7 @@ def _steps(card: ScoreCard) -> dict[str, dict]:
     return {name: kind.describe_step(name) for name in kind.judge_steps}
 
 
-def _samples_problems(path: Path, card: ScoreCard, known: dict, where: str, data_root: str | None,
+def _samples_problems(path: Path, card: ScoreCard, known: TaskEntry, where: str, data_root: str | None,
                       store: CheckStore | None = None) -> list[Problem]:
     run = card.run
     if run.bootstrap > MAX_BOOTSTRAP:
@@ -447,7 +447,7 @@ def _samples_problems(path: Path, card: ScoreCard, known: dict, where: str, data
     return problems
 
 
-def _given(path: Path, card: ScoreCard, known: dict, data_root: str | None) -> Given:
+def _given(path: Path, card: ScoreCard, known: TaskEntry, data_root: str | None) -> Given:
     """What the samples file gives under the card's task: its problems, its size, its metrics and breakdown."""
     try:
         fields = kind_class(card.task.kind).packaged_fields
@@ -475,7 +475,7 @@ def _given(path: Path, card: ScoreCard, known: dict, data_root: str | None) -> G
         return given
     try:
         kind = _kind(card)
-        if reference_sha256(kind.reference_fields, samples) != known["pinned"]["reference_sha256"]:
+        if reference_sha256(kind.reference_fields, samples) != known.pinned.reference_sha256:
             differing = _differing_ids(card, kind, samples, data_root)
             given.late = [("samples", "target", "the samples' ids, gold labels or groups are not the task's own "
                                                 "(their reference_sha256 differs from the task's pinned one)"
@@ -503,10 +503,10 @@ def _differing_ids(card: ScoreCard, kind, samples: list[dict], data_root: str | 
     except BenchmarkError:
         return []
     truth = {r["id"]: kind.reference(r) for r in items}
-    fields = kind.reference_fields
-    differing = [s["id"] for s in samples if s["id"] not in truth
-                 or any(_differences(truth[s["id"]].get(f), s.get(f), f) for f in fields)]
-    return differing + sorted(set(truth) - {s["id"] for s in samples})
+    submitted = {s["id"]: s for s in samples}
+    differing = [i for i, s in submitted.items() if i not in truth
+                 or any(_differences(truth[i].get(f), s.get(f), f) for f in kind.reference_fields)]
+    return differing + sorted(set(truth) - set(submitted))
 
 
 def _differences(mine, theirs, at: str) -> list[tuple[str, str]]:

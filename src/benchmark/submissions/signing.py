@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import BenchmarkError
 from ..identity import card_sha256, sha256_json
-from ..run.card_record import Verification
+from ..run.card_record import Verification, VerificationResult
 from .base import VERIFIER_KEYS, Problem
 
 
@@ -36,7 +36,7 @@ def _signed_bytes(card: dict, verification: dict) -> bytes:
 
 
 def sign(card: dict, verification: dict, private_key_path: Path) -> dict:
-    """The verification block signed with a verifier's Ed25519 private key (PEM)."""
+    """The verification block (a VerificationResult's JSON) signed with a verifier's Ed25519 private key (PEM)."""
     import base64
 
     from cryptography.hazmat.primitives import serialization
@@ -75,20 +75,20 @@ def verification_problems(card: dict, v: Verification, where: str) -> list[Probl
             base64.b64decode(v.signature), _signed_bytes(card, card["verification"]))
     except (InvalidSignature, ValueError):
         return [Problem(where, "verification.signature", "does not match the card and its verification")]
-    if v.verified != verified_from(card["verification"]):
+    if v.verified != verified_from(v):
         return [Problem(where, "verification.verified", f"{v.verified} does not follow from its n, failed and "
                                                         "agreement")]
     return []
 
 
-def verified_from(v: dict) -> bool:
+def verified_from(v: VerificationResult) -> bool:
     """Whether a verification's figures make the card verified: records re-run, none failed, every gold label and
     group the same, every judgement of an output both runs gave the same, the judges' flags on their labelled set the
     same, the shipped record of their validity the verifier's judges' own on the rows it re-asked, and enough verdicts
-    the same."""
-    return (v["n"] >= 1 and v.get("failed", 0) == 0 and v.get("reference_mismatches", 0) == 0
-            and v.get("judgement_mismatches", 0) == 0 and v.get("judge_records_agree", True)
-            and v.get("judging_validation_agrees", True) and v["verdict_agreement"] >= v["min_agreement"])
+    the same (a figure it does not hold: none counted)."""
+    return (v.n >= 1 and not v.failed and not v.reference_mismatches and not v.judgement_mismatches
+            and v.judge_records_agree is not False and v.judging_validation_agrees is not False
+            and v.verdict_agreement >= v.min_agreement)
 
 
 def keygen(path: Path) -> str:
