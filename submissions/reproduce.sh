@@ -46,7 +46,7 @@ CARDS=(
   "smollm2-135m-instruct toxicchat_qwen_attacker"
   "gpt-4-xstest xstest" "llama-2-70b-chat-xstest xstest" "llama-2-70b-chat-sysprompt-xstest xstest"
   "mistral-7b-instruct-xstest xstest" "mistral-7b-instruct-guardrail-xstest xstest"
-  "smollm2-135m-instruct xstest" "qwen2.5-coder-0.5b-instruct xstest"
+  "smollm2-135m-instruct xstest" "qwen2.5-coder-0.5b-instruct xstest" "qwen2.5-coder-1.5b-instruct xstest"
 )
 if [ $# -gt 0 ]; then
   for card in "$@"; do
