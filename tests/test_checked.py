@@ -68,7 +68,7 @@ def test_a_card_is_checked_once_and_again_only_when_its_bytes_change(tmp_path, m
 
 
 def test_validate_leaves_the_board_nothing_to_check(tmp_path, monkeypatch):
-    from benchmark.cli.submit import validate
+    from benchmark.submissions.package import validate
 
     _published(tmp_path / "subs")
     monkeypatch.setenv("BENCHMARK_CHECKS", str(tmp_path / "checks.sqlite"))

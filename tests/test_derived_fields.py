@@ -18,7 +18,7 @@ from benchmark.submissions import rules
 from benchmark.submissions import samples as SF
 from benchmark.submissions.panel import panel_status
 from benchmark.paths import REPO_ROOT
-from benchmark.cli.submit import validate
+from benchmark.submissions.package import validate
 from benchmark.run.card_record import ScoreCard
 
 

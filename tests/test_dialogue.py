@@ -179,7 +179,7 @@ def test_a_cards_turns_are_recalled_as_each_side_was_asked(scripted, tiny_model)
     """A rebuild asks the models only what a card does not hold: each kept turn's attacker message and target reply
     are keyed by the messages each side was asked, also where the published sample keeps the seed as its hash (the
     attacker repeating it). A second run answered only from them plays the same conversations."""
-    from benchmark.cli.submit import _Recalled
+    from benchmark.submissions.recall import _Recalled
     from benchmark.kinds import make_kind
     from benchmark.models.cached import Failure
     from benchmark.run import runner

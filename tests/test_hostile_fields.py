@@ -13,7 +13,7 @@ from conftest import REPO
 from test_derived_fields import published
 
 from benchmark import submissions as S
-from benchmark.cli.submit import validate
+from benchmark.submissions.package import validate
 from benchmark.identity import card_sha256
 
 MODEL, TASK = "profanity-check", "diasafety"

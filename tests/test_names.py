@@ -18,7 +18,7 @@ from benchmark import submissions as S
 from benchmark.submissions import names, signing
 from benchmark.submissions import samples as SF
 from benchmark.submissions.checked import CheckStore
-from benchmark.cli.submit import validate
+from benchmark.submissions.package import validate
 
 # the published folders the forgeries are made of (whole folders, or these cards of them)
 CARDS = {"profanity-check": ["diasafety"], "ricota-solar": ["ricota"], "ricota-chatgpt-v1": ["ricota"],
@@ -35,7 +35,7 @@ LOOKS_LIKE = ("looks like the published model {!r} beside it (the same name once
 @pytest.fixture
 def key(tmp_path, monkeypatch) -> Path:
     """A verifier key made for the test, listed beside the published cards' keys (which still verify them)."""
-    from benchmark.cli.submit import keygen
+    from benchmark.submissions.signing import keygen
 
     private = tmp_path / "verifier.pem"
     keys = {**json.loads(signing.VERIFIER_KEYS.read_text()), **json.loads(keygen(private))}

@@ -111,7 +111,7 @@ def test_the_shipped_detector_votes_with_its_margin(compose):
 
 def test_verify_counts_a_vote_at_the_boundary_as_agreeing_either_way():
     from benchmark.kinds.judging import NEAR_BOUNDARY
-    from benchmark.cli.submit import _near_boundary, _same_flags
+    from benchmark.submissions.verify import _near_boundary, _same_flags
 
     def sample(margin):
         vote = {"flagged": margin > 0, "score": 0.5 + margin, "margin": margin}
@@ -127,7 +127,7 @@ def test_verify_counts_a_vote_at_the_boundary_as_agreeing_either_way():
 
 
 def test_a_published_detector_card_verifies_on_this_clone(data_root, tmp_path):
-    from benchmark.cli.submit import verify
+    from benchmark.submissions.verify import verify
 
     card = tmp_path / "diasafety-detector"
     shutil.copytree(REPO / "submissions" / "diasafety-detector", card)

@@ -21,7 +21,7 @@ from benchmark.identity import file_sha256
 from benchmark.submissions import privacy
 from benchmark.submissions import samples as SF
 from benchmark.cli.submit import main as submit_main
-from benchmark.cli.submit import validate
+from benchmark.submissions.package import validate
 
 SAMPLES = "diasafety.samples.jsonl.gz"
 

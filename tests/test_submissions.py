@@ -18,7 +18,8 @@ from benchmark.identity import sha256_json
 from benchmark.run.runner import run
 from benchmark.identity import file_sha256
 from benchmark.cli.submit import main as submit_main
-from benchmark.cli.submit import package, validate, verify
+from benchmark.submissions.package import package, validate
+from benchmark.submissions.verify import verify
 from benchmark.run.card_record import ScoreCard, Verification
 
 SEED = "profanity-check"  # a published folder every test can copy: one card on diasafety
@@ -27,7 +28,7 @@ SEED = "profanity-check"  # a published folder every test can copy: one card on 
 @pytest.fixture
 def verifier_key(tmp_path, monkeypatch) -> Path:
     """A verifier key pair made for the test, listed as the only trusted key."""
-    from benchmark.cli.submit import keygen
+    from benchmark.submissions.signing import keygen
 
     key = tmp_path / "verifier.pem"
     keys = tmp_path / "verifier_keys.json"
@@ -423,7 +424,7 @@ def test_recall_takes_a_cards_answers_when_only_its_figures_are_stale(tmp_path, 
     scoring computes, but its answers are still its model's, so recall puts them in the cache; any other problem
     (here: data that is not the task's) still stops it."""
     from benchmark import BenchmarkError
-    from benchmark.cli.submit import recall
+    from benchmark.submissions.recall import recall
 
     folder = copy_published("blenderbot-small", tmp_path / "submissions" / "blenderbot-small", ("diasafety_chatbot",))
     card_path = folder / "diasafety_chatbot.json"

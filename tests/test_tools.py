@@ -158,7 +158,7 @@ def test_export_to_inspect_and_lm_eval(compose, data_root, scripted, tmp_path): 
     from lm_eval.utils import make_table
     from test_dialogue import compose_scripted
 
-    from benchmark.cli.export import to_inspect, to_lm_eval
+    from benchmark.submissions.export import to_inspect, to_lm_eval
     from benchmark.run.runner import run
 
     card, path = run(compose("limit=30"))
@@ -240,7 +240,7 @@ def test_a_submission_is_pushed_to_a_dataset_repo(tmp_path, monkeypatch):
     import pytest
 
     from benchmark import BenchmarkError
-    from benchmark.cli.export import to_hub
+    from benchmark.submissions.export import to_hub
 
     from huggingface_hub import constants
 

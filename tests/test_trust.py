@@ -22,7 +22,8 @@ from benchmark.models.base import Backend
 from benchmark.submissions import rules
 from benchmark.submissions import samples as SF
 from benchmark.cli.submit import main as submit_main
-from benchmark.cli.submit import package, validate, verify
+from benchmark.submissions.package import package, validate
+from benchmark.submissions.verify import verify
 from benchmark.run.card_record import ScoreCard
 
 
@@ -414,7 +415,7 @@ def test_packaging_never_silently_replaces_a_signed_card(compose, data_root, tmp
 
 def test_packaging_and_export_read_no_samples_file_outside_the_run(compose, data_root, tmp_path):
     """A run's samples file is read (and a torn last line cut) only inside the run's folder."""
-    from benchmark.cli.export import to_inspect
+    from benchmark.submissions.export import to_inspect
 
     _, path = run(compose("model=profanity-check", "task=diasafety"))
     outside = tmp_path / "elsewhere.jsonl"

@@ -15,7 +15,7 @@ from test_submissions import SEED, problems_of
 from benchmark import submissions as S
 from benchmark.submissions import rules
 from benchmark.submissions import samples as SF
-from benchmark.cli.submit import _roles
+from benchmark.submissions.verify import roles
 from benchmark.run.card_record import ScoreCard
 
 CHATBOT = "blenderbot-small"  # a published replay judged in two steps: profanity-check, then the detector
@@ -129,9 +129,9 @@ def test_a_classifier_verdict_against_its_threshold_is_refused(tmp_path):
 def test_a_voter_named_as_another_role_is_refused_and_roles_are_keyed_by_what_they_are(chatbot):
     card = json.loads((chatbot / "diasafety_chatbot.json").read_text())
     card["judges"][0]["voter"] = "model"
-    assert set(_roles(ScoreCard.model_validate(card))) == {"model", "judge:model", "judge:context", "judge:refused",
+    assert set(roles(ScoreCard.model_validate(card))) == {"model", "judge:model", "judge:context", "judge:refused",
                                                               "judge:harm"}
-    assert _roles(ScoreCard.model_validate(card))["model"] == card["model"]["config"]  # the model stays the model
+    assert roles(ScoreCard.model_validate(card))["model"] == card["model"]["config"]  # the model stays the model
     (chatbot / "diasafety_chatbot.json").write_text(json.dumps(card))
     found = problems_of(chatbot)
     assert any("judges[0].voter: 'model' is the name of another role" in p for p in found), found[:5]

@@ -16,7 +16,13 @@ folder never affects another. The modules, by concern:
     card      a published card as read (Card, Loaded, read_card)
     loading   loading folders: `load` is what the leaderboard and `python -m benchmark.submit validate` call
 
-This module is their face: the names the leaderboard and the submit command use.
+    package   a finished run packaged into a folder (package), and submissions validated (validate)
+    verify    a card's records re-run on the verifier's endpoints, compared, signed (verify)
+    recall    a card's answers into this machine's response cache (recall)
+    export    a run as an Inspect AI log or lm-eval's results, a folder pushed to a dataset repository
+
+This module is their face: the names the leaderboard uses (it imports none of the last four, which run models or
+import their tools).
 """
 
 from .base import (CARD_SUFFIX, MODEL_FILE, SAMPLES_SUFFIX, SUBMISSIONS_DIR, TASKS_DIR, Problem, TaskEntry,
