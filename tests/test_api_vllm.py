@@ -11,7 +11,7 @@ from conftest import REPO, run_cli
 
 from benchmark import BenchmarkError
 from benchmark.models import load_backend
-from benchmark.models.lmeval import _backend_kwargs
+from benchmark.models.registry import backend_class
 
 
 def test_vllm_config_composes_on_the_command_line():
@@ -26,7 +26,7 @@ def test_vllm_config_composes_on_the_command_line():
 def test_parallelism_and_engine_settings_reach_lm_eval(compose):
     cfg = compose("model=vllm", "model.pretrained=org/model-7b", "model.args.tensor_parallel_size=2",
                   "model.args.data_parallel_size=2", "+model.args.max_model_len=4096").model
-    kwargs = _backend_kwargs(cfg)
+    kwargs = backend_class(cfg).load_kwargs(cfg)
     assert kwargs == {"pretrained": "org/model-7b", "trust_remote_code": False, "dtype": "auto", "batch_size": 256,
                       "tensor_parallel_size": 2, "data_parallel_size": 2, "gpu_memory_utilization": 0.9,
                       "max_model_len": 4096}
@@ -47,12 +47,11 @@ def test_vllm_server_config(compose):
                                              r".* and model.served_model"):
         load_backend(cfg, allow_remote_code=False)
     served = compose("model=vllm-server", "model.served_model=org/model-7b", "model.num_concurrent=16").model
-    kwargs = _backend_kwargs(served)
+    kwargs = backend_class(served).load_kwargs(served)
     assert kwargs["model"] == "org/model-7b" and kwargs["num_concurrent"] == 16 and "header" not in kwargs
 
 
 def test_vllm_runs_in_bigger_chunks_than_the_cpu_backends(compose):
-    from benchmark.models.registry import chunk_size
-
     assert compose("model=vllm").chunk_size is None  # the backend decides unless the command line does
-    assert chunk_size("vllm") == 1024 and chunk_size("hf") == chunk_size("local-chat-completions") == 64
+    size = {name: backend_class(compose(f"model={name}").model).chunk_size for name in ("vllm", "hf", "vllm-server")}
+    assert size == {"vllm": 1024, "hf": 64, "vllm-server": 64}  # vllm-server: the chat API

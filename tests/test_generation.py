@@ -88,11 +88,11 @@ def test_a_gguf_file_is_a_file_name_in_pretrained(compose, tmp_path, name):
 
 
 def test_a_gguf_file_transformers_cannot_read_is_one_line(compose, tmp_path):
-    from benchmark.models.lmeval import LMEvalBackend
+    from benchmark.models.hf import HF
 
     (tmp_path / "broken.gguf").write_bytes(b"GGUF" + b"\0" * 60)
     with pytest.raises(BenchmarkError) as e:
-        LMEvalBackend(model_cfg(compose, f"model.pretrained={tmp_path}", "model.gguf_file=broken.gguf"))
+        HF(model_cfg(compose, f"model.pretrained={tmp_path}", "model.gguf_file=broken.gguf"))
     message = str(e.value)
     assert "\n" not in message and str(tmp_path / "broken.gguf") in message
     assert message.startswith("model weights-test: ")

@@ -173,10 +173,10 @@ def test_noctx_task_hides_the_context(compose, tiny_model, data_root):
 
 
 def test_resume_after_interruption_repeats_no_model_call(compose, tiny_model, data_root, monkeypatch):
-    from benchmark.models.lmeval import LMEvalBackend
+    from benchmark.models.hf import HF
 
     calls = []
-    real = LMEvalBackend.generate
+    real = HF.generate
 
     def counting(self, conversations, generation):
         calls.append(len(conversations))
@@ -184,7 +184,7 @@ def test_resume_after_interruption_repeats_no_model_call(compose, tiny_model, da
             raise KeyboardInterrupt  # the user presses Ctrl-C during the third chunk
         return real(self, conversations, generation)
 
-    monkeypatch.setattr(LMEvalBackend, "generate", counting)
+    monkeypatch.setattr(HF, "generate", counting)
     args = ("model=hf", f"model.pretrained={tiny_model}", "limit=10", "chunk_size=3", "model.generation.max_new_tokens=4")
     with pytest.raises(KeyboardInterrupt):
         run(compose(*args))

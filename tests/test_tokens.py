@@ -56,7 +56,7 @@ def _estimates(compose, overrides) -> list[int]:
 
 def test_a_fresh_run_with_a_tiny_budget_asks_nothing(compose, tiny_model, data_root, tmp_path, monkeypatch):
     from benchmark import BenchmarkError
-    from benchmark.models.lmeval import LMEvalBackend
+    from benchmark.models.hf import HF
 
     overrides = ("model=hf", f"model.pretrained={tiny_model}", "limit=4", "model.generation.max_new_tokens=8",
                  f"cache_dir={tmp_path / 'cache'}", f"output_dir={tmp_path / 'run'}")
@@ -65,7 +65,7 @@ def test_a_fresh_run_with_a_tiny_budget_asks_nothing(compose, tiny_model, data_r
     def never(*args, **kwargs):
         raise AssertionError("the model was asked")
 
-    monkeypatch.setattr(LMEvalBackend, "generate", never)
+    monkeypatch.setattr(HF, "generate", never)
     with pytest.raises(BenchmarkError) as stopped:
         run(compose(*overrides, "budget.tokens=1"))
     assert str(stopped.value).startswith("budget.tokens=1 reached: 0 of 4 records answered (their samples are kept "

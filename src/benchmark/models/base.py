@@ -55,6 +55,11 @@ class Backend:
     # a classifier's verdict fields (classify's answers): a submitted verdict holding any other field is refused, so
     # nothing a submitter adds can be read before the backend's own fields (None: this backend gives no verdicts)
     verdict_fields: frozenset[str] | None = None
+    reads_gguf = False  # whether it reads GGUF weights (`gguf_file`)
+    # records per chunk (a run's samples are on disk after each): an engine that batches many requests at once on a
+    # GPU wants big chunks, and so does a classifier that reads a thousand texts in milliseconds but pays a fixed cost
+    # per call (profanity-check: about 15 ms)
+    chunk_size = 64
     # what a classifier's flag says of a text: harm (unsafe) or refusal (the reply refuses); it is measured on the
     # labelled sets that label the same (conf/judge_validation.yaml: measures)
     measures: str = "harm"

@@ -23,11 +23,11 @@ import weakref
 from pathlib import Path
 
 from .. import BenchmarkError
-from .base import WEIGHTS_FIELDS, Backend, Reach
+from .base import WEIGHTS_FIELDS, Reach
 from .generation import request_seed
-from .lmeval import prompt_text
+from .chat import prompt_text
 from .usage import counted
-from .weights import check_gguf_file, local_weights, locate, weights_source
+from .weights import FromWeights, check_gguf_file, locate
 
 MIN_TAIL = 2  # prompt tokens evaluated anew after a reused prefix (LlamaCpp._keep_a_tail)
 MAX_DEFAULT_CONTEXT = 8192  # llama.cpp allocates the whole key/value cache at load: 32k tokens cost ~1 GB at 1.5B
@@ -72,19 +72,12 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-class LlamaCpp(Backend):
+class LlamaCpp(FromWeights):
     model_kind = "LLM"
     fields = WEIGHTS_FIELDS  # dtype and device: read once model.backend=hf switches the engine
     operations = frozenset({"generate", "loglikelihood", "overflow", "hidden_states"})
     requests_go = Reach.LOCAL
-
-    @classmethod
-    def local_weights(cls, cfg):
-        return local_weights(cfg)
-
-    @classmethod
-    def content_source(cls, cfg) -> str:
-        return weights_source(cfg)
+    reads_gguf = True
 
     def __init__(self, cfg, data_root: str | None = None):
         try:

@@ -9,9 +9,9 @@ from .. import BenchmarkError
 from .base import Backend
 
 BUILTIN = {
-    "hf": "benchmark.models.lmeval:LMEvalBackend",
-    "vllm": "benchmark.models.lmeval:LMEvalBackend",
-    "local-chat-completions": "benchmark.models.lmeval:LMEvalBackend",
+    "hf": "benchmark.models.hf:HF",
+    "vllm": "benchmark.models.vllm:VLLM",
+    "local-chat-completions": "benchmark.models.chat_api:ChatAPI",
     "llama-cpp": "benchmark.models.llamacpp:LlamaCpp",
     "profanity-check": "benchmark.models.profanity:ProfanityCheck",
     "detoxify": "benchmark.models.detoxify:DetoxifyBackend",
@@ -23,12 +23,8 @@ BUILTIN = {
     "replay": "benchmark.models.replay:Replay",
 }
 ENTRY_POINTS = "benchmark.backends"
-# records per chunk (a run's samples are on disk after each): an engine that batches many requests at once on a GPU
-# wants big chunks, and so does a classifier that reads a thousand texts in milliseconds but pays a fixed cost per
-# call (profanity-check: about 15 ms); 64 elsewhere
-CHUNK_SIZES = {"vllm": 1024, "profanity-check": 1024}
-DEFAULT_CHUNK_SIZE = 64
 LMEVAL_PREFIX = "lm-eval:"  # lm-eval:NAME: the model lm-eval registered as NAME
+REGISTERED_IN_LMEVAL = "benchmark.models.lmeval:RegisteredInLMEval"
 
 def plugins() -> dict[str, str]:
     """Backends other installed packages register: name -> "module:Class"."""
@@ -48,8 +44,8 @@ def backend_names() -> list[str]:
 
 
 def _target(name) -> str | None:
-    """The "module:Class" a backend name resolves to (lm-eval:NAME: lm-eval's, through the hf backend's class)."""
-    return BUILTIN.get(name) or plugins().get(name) or (BUILTIN["hf"] if known_backend(name) else None)
+    """The "module:Class" a backend name resolves to (lm-eval:NAME: lm-eval's, through RegisteredInLMEval)."""
+    return BUILTIN.get(name) or plugins().get(name) or (REGISTERED_IN_LMEVAL if known_backend(name) else None)
 
 
 def _installed(name) -> type[Backend] | None:
@@ -95,5 +91,10 @@ def backend_class(cfg) -> type[Backend]:
     return cls
 
 
-def chunk_size(backend: str) -> int:
-    return CHUNK_SIZES.get(backend, DEFAULT_CHUNK_SIZE)
+def reads_gguf(name) -> bool:
+    """Whether backend NAME reads GGUF weights (`gguf_file`; False for a backend not installed here)."""
+    return getattr(_installed(name), "reads_gguf", False)
+
+
+def gguf_backends() -> list[str]:
+    return [name for name in BUILTIN if reads_gguf(name)]

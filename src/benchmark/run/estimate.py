@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..models.lmeval import prompt_text
+from ..models.chat import prompt_text
 from ..models.registry import model_kind
 from ..models.weights import locate
 from .scorecard import declared_prices

@@ -29,7 +29,7 @@ from ..kinds.base import Roles
 from ..models import pin_content
 from ..models.base import counts_tokens
 from ..models.cached import CachedModel
-from ..models.registry import backend_class, chunk_size
+from ..models.registry import backend_class
 from . import scorecard
 from .budget import Budget
 from .collector import long_lived
@@ -276,7 +276,7 @@ def _answer(p: Plan, pending: list, done: dict, panel: dict, cache: ResponseCach
         print(f"warning: {line}", file=sys.stderr, flush=True)
     try:
         with open(samples_path, "ab", buffering=0) as log:
-            size, start = cfg.chunk_size or chunk_size(cfg.model.backend), 0
+            size, start = cfg.chunk_size or backend_class(cfg.model).chunk_size, 0
             while start < len(pending):
                 # cut where the budget would be passed: what does not fit is asked by a rerun with a higher one
                 chunk = spending.fit(pending[start : start + size], sum(r["id"] in done for r in p.items),
