@@ -163,6 +163,17 @@ def test_no_function_of_the_suite_is_over_sixty_lines():
     assert long == []
 
 
+def test_no_class_of_the_suite_is_over_twenty_methods_or_250_lines():
+    src = Path(__file__).resolve().parents[1] / "src"
+    big = [f"{path.relative_to(src)}:{node.lineno} {node.name} ({len(methods)} methods, {lines} lines)"
+           for path in sorted(src.rglob("*.py")) for node in ast.walk(ast.parse(path.read_text()))
+           if isinstance(node, ast.ClassDef)
+           for methods, lines in [([f for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))],
+                                   node.end_lineno - node.lineno + 1)]
+           if len(methods) > 20 or lines > 250]
+    assert big == []
+
+
 # the modules that import suite modules inside functions, each for a reason docs/architecture.md measures
 LAZY = {"__init__.py", "cli/main.py", "models/chat_api.py"}
 

@@ -22,7 +22,7 @@ from ..labelled import measured_in
 from ..models.cached import Failure
 from ..models.registry import declared_operations
 from ..models.requests import Generate, Replay
-from .base import Kind, Roles, slug
+from .base import Kind, KindProtocol, KindScorer, KindView, Roles, slug
 from .common import RefusalPhrases, plain, render_messages, variables
 from .derived import panel_problems, votes_of
 from .judging import (NONE, PLACEHOLDER, JudgeStepConfig, JudgingValidation, check_tie, describe_step, make_step,
@@ -71,12 +71,8 @@ class AttackConfig:
 RESPONSE_FIELDS = frozenset({"text", "verdict", "refusal", "judgements", "beside"})  # what a sample records of each response
 
 
-class Attack(Kind):
-    packaged_fields = frozenset({"id", "input_sha256", "prompt_sha256", "unmatched", "responses", "group", "error"})
-    said_fields = ("responses",)
-    name = "attack"
-    section, section_schema = "attack", AttackConfig
-    sampling_protocol = "generation"
+class AttackProtocol(KindProtocol):
+    """Attack: its protocol part, records to typed requests to samples."""
 
     def __init__(self, task, model_cfg):
         spec = task.attack
@@ -127,40 +123,6 @@ class Attack(Kind):
                 raise BenchmarkError(f"{at}.name={rate.name!r}: a metric name must be unique and in lower case, "
                                      "digits and underscores")
 
-    def derivation_problems(self, sample: dict) -> list[tuple[str, str]]:
-        responses = sample.get("responses")
-        if not isinstance(responses, list) or any(not isinstance(r, dict) for r in responses):
-            return [("responses", "is not a list of response objects")]
-        if sample.get("unmatched") is not (not responses and self.replayed) and not sample.get("error"):
-            return [("unmatched", f"{sample.get('unmatched')!r} with {len(responses)} responses from a "
-                                  f"{'replay' if self.replayed else 'model'}: only a replay's record without "
-                                  "recorded responses is unmatched, and it has none")]
-        if len(responses) > self.k or (not self.replayed and not sample.get("error") and len(responses) != self.k):
-            return [("responses", f"{len(responses)} responses; the task asks {self.k} per record")]
-        problems = []
-        for j, r in enumerate(responses):
-            at = f"responses[{j}]"
-            if not isinstance(r.get("text"), str):
-                problems.append((f"{at}.text", "is not a text"))
-                continue
-            extra = sorted(set(r) - RESPONSE_FIELDS, key=str)
-            if extra:
-                problems.append((f"{at}.{str(extra[0])[:40]}", "is not a field of a response (its fields: "
-                                                               f"{', '.join(sorted(RESPONSE_FIELDS))})"))
-                continue
-            if "refusal" in r and r["refusal"] is not self.refusal(r["text"]):
-                problems.append((f"{at}.refusal", f"{r['refusal']!r} is not what the text gives"))
-            problems += panel_problems(self.steps, r.get("judgements"), r.get("verdict"), self.spec.tie, at, NONE)
-            if self.beside or "beside" in r:
-                beside = r.get("beside")
-                if not self.beside or not isinstance(beside, dict) or set(beside) != {"verdict", "judgements"}:
-                    problems.append((f"{at}.beside", "is not the task's beside panel's {verdict, judgements}"
-                                     if self.beside else "the task has no beside panel"))
-                else:
-                    problems += panel_problems(self.beside, beside["judgements"], beside["verdict"], self.spec.tie,
-                                               f"{at}.beside", NONE)
-        return problems
-
     def describe_step(self, name: str) -> dict:
         return describe_step(next(s for s in self.steps + self.beside if s.name == name))
 
@@ -168,56 +130,9 @@ class Attack(Kind):
     def max_new_tokens(self) -> int | None:
         return self.generation.get("max_new_tokens")
 
-    # --- requests ---------------------------------------------------------------------------------------
-    reference_fields = ("group",)
-
-    @staticmethod
-    def outputs(sample: dict) -> list:
-        """What the model said: its responses."""
-        return [r.get("text") for r in sample.get("responses", [])]
-
-    def recorded_answers(self, records: list[dict], samples: list[dict]) -> dict:
-        """Each response by its prompt's hash and its number among the prompt's samples."""
-        return {(s["prompt_sha256"], j): r.get("text") for s in samples if isinstance(s.get("responses"), list)
-                for j, r in enumerate(s["responses"]) if isinstance(r, dict)}
-
-    @staticmethod
-    def conversation(sample: dict) -> list[tuple[str, str]]:
-        """The prompt, then each of the model's responses."""
-        return Kind.conversation(sample) + [("assistant", str(r.get("text"))) for r in sample.get("responses", [])]
-
-    @staticmethod
-    def verdicts(sample: dict) -> list:
-        """What the task concluded: each response's verdict."""
-        return [r.get("verdict") for r in sample.get("responses", [])]
-
-    @staticmethod
-    def judgements(sample: dict):
-        """Whether the record was matched, and each response's votes."""
-        return [sample.get("unmatched"), [votes_of(r.get("judgements")) for r in sample.get("responses", [])]]
-
-    @staticmethod
-    def sample_row(sample: dict) -> dict:
-        responses = sample.get("responses") or []
-        return {"id": str(sample.get("id", "")), "error": sample.get("error") or "",
-                "verdicts": ", ".join(str(r.get("verdict")) for r in responses),
-                "outputs": "\n".join(str(r.get("text")) for r in responses)}
-
-    @staticmethod
-    def summary_lines(card: dict) -> list[str]:
-        records, breakdown = card["breakdown"].get("records") or {}, card["breakdown"]
-        if "scored" not in records:
-            return []
-        return [f"records scored: {records['scored']} of {records['total']} ({records['unmatched']} without recorded "
-                f"responses, {records['failed']} failed); responses judged: {breakdown.get('responses')}"]
-
     @property
     def requests_per_record(self) -> int:
         return self.k
-
-    def reference(self, record: dict) -> dict:
-        """What a sample takes from the task's data alone: the group fields."""
-        return {"group": {g: record.get(g) for g in self.task.group_by}}
 
     def check_record(self, record: dict) -> str | None:
         """Why a record cannot be asked: an empty prompt, or a question step's flag that renders to none of its
@@ -291,6 +206,48 @@ class Attack(Kind):
                     for j, text in enumerate(rs)]
             samples.append(sample)
         return samples
+
+
+class AttackScorer(KindScorer):
+    """Attack: its scorer part, metrics, derived figures, and the checks of a submitted card."""
+
+    def derivation_problems(self, sample: dict) -> list[tuple[str, str]]:
+        responses = sample.get("responses")
+        if not isinstance(responses, list) or any(not isinstance(r, dict) for r in responses):
+            return [("responses", "is not a list of response objects")]
+        if sample.get("unmatched") is not (not responses and self.replayed) and not sample.get("error"):
+            return [("unmatched", f"{sample.get('unmatched')!r} with {len(responses)} responses from a "
+                                  f"{'replay' if self.replayed else 'model'}: only a replay's record without "
+                                  "recorded responses is unmatched, and it has none")]
+        if len(responses) > self.k or (not self.replayed and not sample.get("error") and len(responses) != self.k):
+            return [("responses", f"{len(responses)} responses; the task asks {self.k} per record")]
+        problems = []
+        for j, r in enumerate(responses):
+            at = f"responses[{j}]"
+            if not isinstance(r.get("text"), str):
+                problems.append((f"{at}.text", "is not a text"))
+                continue
+            extra = sorted(set(r) - RESPONSE_FIELDS, key=str)
+            if extra:
+                problems.append((f"{at}.{str(extra[0])[:40]}", "is not a field of a response (its fields: "
+                                                               f"{', '.join(sorted(RESPONSE_FIELDS))})"))
+                continue
+            if "refusal" in r and r["refusal"] is not self.refusal(r["text"]):
+                problems.append((f"{at}.refusal", f"{r['refusal']!r} is not what the text gives"))
+            problems += panel_problems(self.steps, r.get("judgements"), r.get("verdict"), self.spec.tie, at, NONE)
+            if self.beside or "beside" in r:
+                beside = r.get("beside")
+                if not self.beside or not isinstance(beside, dict) or set(beside) != {"verdict", "judgements"}:
+                    problems.append((f"{at}.beside", "is not the task's beside panel's {verdict, judgements}"
+                                     if self.beside else "the task has no beside panel"))
+                else:
+                    problems += panel_problems(self.beside, beside["judgements"], beside["verdict"], self.spec.tie,
+                                               f"{at}.beside", NONE)
+        return problems
+
+    def reference(self, record: dict) -> dict:
+        """What a sample takes from the task's data alone: the group fields."""
+        return {"group": {g: record.get(g) for g in self.task.group_by}}
 
     # --- metrics ----------------------------------------------------------------------------------------
     def _rates(self, samples: list[dict], resamples: int, seed: int, suffix: str = "") -> dict:
@@ -393,6 +350,59 @@ class Attack(Kind):
                 out[f"{self.metric}_gap.{field}.{slug(value)}"] = gap
                 groups[value][f"gap_to_{slug(reference)}"] = gap["value"]
         return out
+
+
+class AttackView(KindView):
+    """Attack: its view part, what the board and the submissions read of a sample."""
+
+    @staticmethod
+    def outputs(sample: dict) -> list:
+        """What the model said: its responses."""
+        return [r.get("text") for r in sample.get("responses", [])]
+
+    def recorded_answers(self, records: list[dict], samples: list[dict]) -> dict:
+        """Each response by its prompt's hash and its number among the prompt's samples."""
+        return {(s["prompt_sha256"], j): r.get("text") for s in samples if isinstance(s.get("responses"), list)
+                for j, r in enumerate(s["responses"]) if isinstance(r, dict)}
+
+    @staticmethod
+    def conversation(sample: dict) -> list[tuple[str, str]]:
+        """The prompt, then each of the model's responses."""
+        return Kind.conversation(sample) + [("assistant", str(r.get("text"))) for r in sample.get("responses", [])]
+
+    @staticmethod
+    def verdicts(sample: dict) -> list:
+        """What the task concluded: each response's verdict."""
+        return [r.get("verdict") for r in sample.get("responses", [])]
+
+    @staticmethod
+    def judgements(sample: dict):
+        """Whether the record was matched, and each response's votes."""
+        return [sample.get("unmatched"), [votes_of(r.get("judgements")) for r in sample.get("responses", [])]]
+
+    @staticmethod
+    def sample_row(sample: dict) -> dict:
+        responses = sample.get("responses") or []
+        return {"id": str(sample.get("id", "")), "error": sample.get("error") or "",
+                "verdicts": ", ".join(str(r.get("verdict")) for r in responses),
+                "outputs": "\n".join(str(r.get("text")) for r in responses)}
+
+    @staticmethod
+    def summary_lines(card: dict) -> list[str]:
+        records, breakdown = card["breakdown"].get("records") or {}, card["breakdown"]
+        if "scored" not in records:
+            return []
+        return [f"records scored: {records['scored']} of {records['total']} ({records['unmatched']} without recorded "
+                f"responses, {records['failed']} failed); responses judged: {breakdown.get('responses')}"]
+
+
+class Attack(AttackProtocol, AttackScorer, AttackView, Kind):
+    packaged_fields = frozenset({"id", "input_sha256", "prompt_sha256", "unmatched", "responses", "group", "error"})
+    said_fields = ("responses",)
+    name = "attack"
+    section, section_schema = "attack", AttackConfig
+    sampling_protocol = "generation"
+    reference_fields = ("group",)
 
 
 def label_counts(samples: list[dict], step: str, labels: set) -> tuple[np.ndarray, np.ndarray]:

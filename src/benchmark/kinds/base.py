@@ -60,24 +60,8 @@ class MetricSpec:
     about: str
 
 
-class Kind(ABC):
-    name: str  # the `kind:` a task file names
-    # the task file's section that configures the kind (e.g. `dialogue:`) and its dataclass, defined beside the kind,
-    # which the task schema takes in (composition.task_schema); None: the kind has no section
-    section: str | None = None
-    section_schema: type | None = None
-    # the field of its section where a task fixes the model under test's generation settings over the model's own
-    # (the task's sampling protocol); None: the kind fixes none, and a card's own settings are not checked against it
-    sampling_protocol: str | None = None
-    added_metrics: tuple[MetricSpec, ...] = ()  # metrics added since version 1 (every other metric is version 1's)
-    # the fields of a published sample (the data set's texts replaced by their hashes), and those of them that hold
-    # what the models said (a data set's text copied there is hashed when the run is packaged)
-    packaged_fields: frozenset[str] = frozenset()
-    said_fields: tuple[str, ...] = ()
-    reference_fields: tuple[str, ...] = ()  # the sample fields that come from the task's data alone
-    judge_steps: list[str] = []  # the judging steps whose judges the run loads (a judge panel answers them)
-    needs_attacker: bool = False  # a dialogue attack: the run loads an attacker model too
-    failed_samples: str = "left out of the metrics"  # what the metrics do with a sample whose request failed
+class KindProtocol(ABC):
+    """Every kind: its protocol part, records to typed requests to samples."""
 
     @abstractmethod
     def __init__(self, task, model_cfg):
@@ -128,10 +112,6 @@ class Kind(ABC):
         """Render every template once for one record, so a broken task file fails before a model loads."""
 
     @abstractmethod
-    def reference(self, record: dict) -> dict:
-        """The sample fields taken from the task's data alone ({field: value} for `reference_fields`)."""
-
-    @abstractmethod
     def evaluate(self, records: list[dict], roles: Roles) -> list[dict]:
         """One sample per record, asking the models of `roles`."""
 
@@ -142,6 +122,14 @@ class Kind(ABC):
     def describe_step(self, name: str) -> dict:
         """What a card records about a judging step (its type, the hash of its prompt)."""
         return {}
+
+
+class KindScorer(ABC):
+    """Every kind: its scorer part, metrics, derived figures, and the checks of a submitted card."""
+
+    @abstractmethod
+    def reference(self, record: dict) -> dict:
+        """The sample fields taken from the task's data alone ({field: value} for `reference_fields`)."""
 
     @property
     def judging_validation(self):
@@ -173,6 +161,10 @@ class Kind(ABC):
               validation: dict | None = None) -> tuple[dict, dict]:
         """(metrics, breakdown): every metric {value, ci_low, ci_high, n} with a bootstrap interval. `validation`:
         the judging steps' outcome on their labelled set (validity.judge_procedure), for the corrected rate."""
+
+
+class KindView(ABC):
+    """Every kind: its view part, what the board and the submissions read of a sample."""
 
     # --- reading samples and cards (no instance needed: the board and submit have no model config) ----------
     @staticmethod
@@ -237,3 +229,27 @@ class Kind(ABC):
     def summary_lines(card: dict) -> list[str]:
         """Lines the printed summary shows about what was scored (records, responses, conversations)."""
         return []
+
+
+class Kind(KindProtocol, KindScorer, KindView):
+    """A kind of task: what it declares, over its three parts (protocol, scorer, view); a kind of its own is the
+    same, its parts each a subclass of these (kinds/classify.py)."""
+
+    name: str  # the `kind:` a task file names
+    # the task file's section that configures the kind (e.g. `dialogue:`) and its dataclass, defined beside the kind,
+    # which the task schema takes in (composition.task_schema); None: the kind has no section
+    section: str | None = None
+    section_schema: type | None = None
+    # the field of its section where a task fixes the model under test's generation settings over the model's own
+    # (the task's sampling protocol); None: the kind fixes none, and a card's own settings are not checked against it
+    sampling_protocol: str | None = None
+    added_metrics: tuple[MetricSpec, ...] = ()  # metrics added since version 1 (every other metric is version 1's)
+    # the fields of a published sample (the data set's texts replaced by their hashes), and those of them that hold
+    # what the models said (a data set's text copied there is hashed when the run is packaged)
+    packaged_fields: frozenset[str] = frozenset()
+    said_fields: tuple[str, ...] = ()
+    reference_fields: tuple[str, ...] = ()  # the sample fields that come from the task's data alone
+    judge_steps: list[str] = []  # the judging steps whose judges the run loads (a judge panel answers them)
+    needs_attacker: bool = False  # a dialogue attack: the run loads an attacker model too
+    failed_samples: str = "left out of the metrics"  # what the metrics do with a sample whose request failed
+

@@ -25,7 +25,7 @@ from ..models.registry import backend_class
 from ..models.requests import Classify as ClassifyRequest, Generate, LogLikelihood, Replay
 from ..templates import render
 from ..text import pad, pct
-from .base import Kind, Roles, slug
+from .base import Kind, KindProtocol, KindScorer, KindView, Roles, slug
 from .common import render_messages, variables
 from .parsing import INVALID, LabelParser, extract_json
 
@@ -87,13 +87,8 @@ class Question:
         return f"{self.name}.{name}" if self.name else name
 
 
-class Classify(Kind):
-    packaged_fields = frozenset({"id", "input_sha256", "prompt_sha256", "output", "error", "target", "group",
-                                 "prediction", "truncated_lines"})
-    said_fields = ("output",)
-    name = "classify"
-    section, section_schema = "classify", ClassifyConfig
-    failed_samples = "counted as invalid answers in the metrics"
+class ClassifyProtocol(KindProtocol):
+    """Classify: its protocol part, records to typed requests to samples."""
 
     def __init__(self, task, model_cfg):
         if task.classify is None:
@@ -156,8 +151,6 @@ class Classify(Kind):
     def single(self) -> bool:
         return self.questions[0].name is None
 
-    # --- requests ---------------------------------------------------------------------------------------
-
     def _variables(self, record: dict) -> dict:
         return variables(self.task, record)
 
@@ -173,8 +166,6 @@ class Classify(Kind):
                for q in self.questions}
         self._targets[id(record)] = (record, out)
         return out
-
-    reference_fields = ("target", "group")
 
     def offered(self, record: dict) -> list[str]:
         """The labels a record offers: all, or the first `classify.choices` of them."""
@@ -203,80 +194,6 @@ class Classify(Kind):
     @property
     def requests_per_record(self) -> int:
         return len(self.questions[0].labels) if self.scoring == "loglikelihood" else 1
-
-    @staticmethod
-    def outputs(sample: dict):
-        """What the model said."""
-        return sample.get("output")
-
-    @staticmethod
-    def conversation(sample: dict) -> list[tuple[str, str]]:
-        """The prompt, then the model's answer (a classifier's verdict as JSON)."""
-        output = sample.get("output")
-        answer = [] if output is None else [("assistant", output if isinstance(output, str)
-                                             else json.dumps(output, ensure_ascii=False))]
-        return Kind.conversation(sample) + answer
-
-    @staticmethod
-    def verdicts(sample: dict):
-        """What the task concluded from it."""
-        return sample.get("prediction")
-
-    @staticmethod
-    def sample_row(sample: dict) -> dict:
-        out = sample.get("output")
-        return {"id": str(sample.get("id", "")), "error": sample.get("error") or "",
-                "prediction": json.dumps(sample.get("prediction"), ensure_ascii=False),
-                "gold": json.dumps(sample.get("target"), ensure_ascii=False),
-                "outputs": out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)}
-
-    @staticmethod
-    def _per_class_parts(breakdown: dict) -> list[tuple[str | None, dict]]:
-        """(question, its breakdown): one question's breakdown is the card's; several questions, one each."""
-        if "per_class" in breakdown:
-            return [(None, breakdown)]
-        return [(name, b) for name, b in breakdown.items() if isinstance(b, dict) and "per_class" in b]
-
-    @staticmethod
-    def breakdown_rows(card: dict, task: dict) -> list[dict]:
-        """The headline by group, and F1 per class of every question (the card gives no CI for those)."""
-        rows = Kind.breakdown_rows(card, task)
-        for question, part in Classify._per_class_parts(card["breakdown"]):
-            for label, v in part["per_class"].items():
-                f1 = v["f1"]
-                if isinstance(f1, bool) or not isinstance(f1, (int, float)):
-                    raise TypeError(f"breakdown per_class {label!r}: f1 {f1!r} is not a number")
-                rows.append({"by": f"{question} · class F1" if question else "class F1", "group": label,
-                             "value": 100 * f1, "ci_low": None, "ci_high": None})
-        return rows
-
-    @staticmethod
-    def summary_lines(card: dict) -> list[str]:
-        """Precision, recall and F1 per class of every question, and the majority-class baseline."""
-        lines = []
-        for question, part in Classify._per_class_parts(card["breakdown"]):
-            title = f"{question}: " if question else ""
-            per_class = part["per_class"]
-            width = max(len(title) + 5, *(2 * len(c) for c in per_class)) + 2
-            lines.append(f"{pad(title + 'class', width)} precision  recall     F1  support")
-            for name, row in per_class.items():
-                lines.append(f"{pad(name, width)}     {pct(row['precision'])}   {pct(row['recall'])}  "
-                             f"{pct(row['f1'])}  {row['support']:7d}")
-            base = part.get("majority_baseline")
-            if base:
-                lines.append(f"(always '{base['label']}': accuracy {pct(base['accuracy'])}, macro F1 "
-                             f"{pct(base['macro_f1'])})")
-            lines.append("")
-        truncated = card["breakdown"].get("truncated", {}).get("records")
-        if truncated:
-            lines += [f"{truncated} inputs cut to fit the model's context", ""]
-        return lines
-
-    def reference(self, record: dict) -> dict:
-        """What a sample takes from the task's data alone: the gold label(s) and the group fields."""
-        targets = self.targets(record)
-        return {"target": targets[None] if self.single else targets,
-                "group": {g: record.get(g) for g in self.task.group_by}}
 
     def check_record(self, record: dict) -> str | None:
         """Why a record cannot be scored (a gold label that is not a label of the task), or None."""
@@ -366,45 +283,6 @@ class Classify(Kind):
             samples.append(self._sample(r, c, failed or best, cut, failed or scores))
         return samples
 
-    def derivation_problems(self, sample: dict) -> list[tuple[str, str]]:
-        """The prediction, parsed again from what the model returned: a text by the task's parser, a classifier's
-        verdict by classifier_labels, log-likelihoods by the best per byte."""
-        out = sample.get("output")
-        form = ("text" if isinstance(out, str) else "verdict" if isinstance(out, dict) and "unsafe" in out else
-                "log-likelihoods" if isinstance(out, dict) else None)
-        if not sample.get("error") and form != self.output_form:
-            return [("output", f"is not what model backend {self.model_cfg.backend} gives ({self.output_form} "
-                               f"here, scoring {self.scoring})")]
-        if form == "verdict" and not sample.get("error"):
-            problem = self.backend.verdict_problem(self.model_cfg, out)
-            if problem:
-                return [("output", f"{problem[:200]}: not a verdict model backend {self.model_cfg.backend} gives")]
-        if sample.get("error"):
-            expected = {q.name: INVALID for q in self.questions}
-        elif isinstance(out, str):
-            expected = self._answers(out)
-        elif isinstance(out, dict) and isinstance(out.get("unsafe"), bool) and self.single:
-            # a submission keeps the hash of a string the data set also holds (a category named as in the data)
-            hashed = {"sha256:" + hashlib.sha256(lab.encode("utf-8")).hexdigest(): lab for lab in self.questions[0].labels}
-            expected = self._answers(self._classifier_label({**out, "category": hashed.get(out.get("category"),
-                                                                                           out.get("category"))}))
-        elif isinstance(out, dict) and out and self.single and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v <= 0
-                for v in out.values()):  # a log-probability: finite, at most 0
-            labels = self.offered(self._known(sample))
-            if set(out) != set(labels):
-                return [("output", f"log-likelihoods of {sorted(out)}; the record's labels are {list(labels)}")]
-            expected = self._answers(max(labels, key=lambda lab: out[lab] / len(lab.encode("utf-8"))))
-        else:
-            return [("output", "is not a text, a classifier's verdict or log-likelihoods of the task's labels")]
-        if self.single:
-            expected = self._restricted(self._known(sample), expected)
-        prediction = expected[None] if self.single else expected
-        if sample.get("prediction") != prediction:
-            return [("prediction", f"{str(sample.get('prediction'))[:80]} is not what the output gives: "
-                                   f"{str(prediction)[:80]}")]
-        return []
-
     def _classifier_label(self, out: dict) -> str:
         """A classifier's verdict as one of the task's labels: the kind of unsafety it names, when that is a label
         of the task (the DiaSafety detector on DiaSafety), else the label classifier_labels gives its verdict."""
@@ -447,6 +325,55 @@ class Classify(Kind):
         if cut:
             sample["truncated_lines"] = cut
         return sample
+
+
+class ClassifyScorer(KindScorer):
+    """Classify: its scorer part, metrics, derived figures, and the checks of a submitted card."""
+
+    def reference(self, record: dict) -> dict:
+        """What a sample takes from the task's data alone: the gold label(s) and the group fields."""
+        targets = self.targets(record)
+        return {"target": targets[None] if self.single else targets,
+                "group": {g: record.get(g) for g in self.task.group_by}}
+
+    def derivation_problems(self, sample: dict) -> list[tuple[str, str]]:
+        """The prediction, parsed again from what the model returned: a text by the task's parser, a classifier's
+        verdict by classifier_labels, log-likelihoods by the best per byte."""
+        out = sample.get("output")
+        form = ("text" if isinstance(out, str) else "verdict" if isinstance(out, dict) and "unsafe" in out else
+                "log-likelihoods" if isinstance(out, dict) else None)
+        if not sample.get("error") and form != self.output_form:
+            return [("output", f"is not what model backend {self.model_cfg.backend} gives ({self.output_form} "
+                               f"here, scoring {self.scoring})")]
+        if form == "verdict" and not sample.get("error"):
+            problem = self.backend.verdict_problem(self.model_cfg, out)
+            if problem:
+                return [("output", f"{problem[:200]}: not a verdict model backend {self.model_cfg.backend} gives")]
+        if sample.get("error"):
+            expected = {q.name: INVALID for q in self.questions}
+        elif isinstance(out, str):
+            expected = self._answers(out)
+        elif isinstance(out, dict) and isinstance(out.get("unsafe"), bool) and self.single:
+            # a submission keeps the hash of a string the data set also holds (a category named as in the data)
+            hashed = {"sha256:" + hashlib.sha256(lab.encode("utf-8")).hexdigest(): lab for lab in self.questions[0].labels}
+            expected = self._answers(self._classifier_label({**out, "category": hashed.get(out.get("category"),
+                                                                                           out.get("category"))}))
+        elif isinstance(out, dict) and out and self.single and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v <= 0
+                for v in out.values()):  # a log-probability: finite, at most 0
+            labels = self.offered(self._known(sample))
+            if set(out) != set(labels):
+                return [("output", f"log-likelihoods of {sorted(out)}; the record's labels are {list(labels)}")]
+            expected = self._answers(max(labels, key=lambda lab: out[lab] / len(lab.encode("utf-8"))))
+        else:
+            return [("output", "is not a text, a classifier's verdict or log-likelihoods of the task's labels")]
+        if self.single:
+            expected = self._restricted(self._known(sample), expected)
+        prediction = expected[None] if self.single else expected
+        if sample.get("prediction") != prediction:
+            return [("prediction", f"{str(sample.get('prediction'))[:80]} is not what the output gives: "
+                                   f"{str(prediction)[:80]}")]
+        return []
 
     # --- metrics ----------------------------------------------------------------------------------------
     def score(self, samples: list[dict], resamples: int, seed: int, validation: dict | None = None
@@ -535,3 +462,86 @@ class Classify(Kind):
             }
             for i, c in enumerate(classes)
         }
+
+
+class ClassifyView(KindView):
+    """Classify: its view part, what the board and the submissions read of a sample."""
+
+    @staticmethod
+    def outputs(sample: dict):
+        """What the model said."""
+        return sample.get("output")
+
+    @staticmethod
+    def conversation(sample: dict) -> list[tuple[str, str]]:
+        """The prompt, then the model's answer (a classifier's verdict as JSON)."""
+        output = sample.get("output")
+        answer = [] if output is None else [("assistant", output if isinstance(output, str)
+                                             else json.dumps(output, ensure_ascii=False))]
+        return Kind.conversation(sample) + answer
+
+    @staticmethod
+    def verdicts(sample: dict):
+        """What the task concluded from it."""
+        return sample.get("prediction")
+
+    @staticmethod
+    def sample_row(sample: dict) -> dict:
+        out = sample.get("output")
+        return {"id": str(sample.get("id", "")), "error": sample.get("error") or "",
+                "prediction": json.dumps(sample.get("prediction"), ensure_ascii=False),
+                "gold": json.dumps(sample.get("target"), ensure_ascii=False),
+                "outputs": out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)}
+
+    @staticmethod
+    def _per_class_parts(breakdown: dict) -> list[tuple[str | None, dict]]:
+        """(question, its breakdown): one question's breakdown is the card's; several questions, one each."""
+        if "per_class" in breakdown:
+            return [(None, breakdown)]
+        return [(name, b) for name, b in breakdown.items() if isinstance(b, dict) and "per_class" in b]
+
+    @staticmethod
+    def breakdown_rows(card: dict, task: dict) -> list[dict]:
+        """The headline by group, and F1 per class of every question (the card gives no CI for those)."""
+        rows = Kind.breakdown_rows(card, task)
+        for question, part in Classify._per_class_parts(card["breakdown"]):
+            for label, v in part["per_class"].items():
+                f1 = v["f1"]
+                if isinstance(f1, bool) or not isinstance(f1, (int, float)):
+                    raise TypeError(f"breakdown per_class {label!r}: f1 {f1!r} is not a number")
+                rows.append({"by": f"{question} · class F1" if question else "class F1", "group": label,
+                             "value": 100 * f1, "ci_low": None, "ci_high": None})
+        return rows
+
+    @staticmethod
+    def summary_lines(card: dict) -> list[str]:
+        """Precision, recall and F1 per class of every question, and the majority-class baseline."""
+        lines = []
+        for question, part in Classify._per_class_parts(card["breakdown"]):
+            title = f"{question}: " if question else ""
+            per_class = part["per_class"]
+            width = max(len(title) + 5, *(2 * len(c) for c in per_class)) + 2
+            lines.append(f"{pad(title + 'class', width)} precision  recall     F1  support")
+            for name, row in per_class.items():
+                lines.append(f"{pad(name, width)}     {pct(row['precision'])}   {pct(row['recall'])}  "
+                             f"{pct(row['f1'])}  {row['support']:7d}")
+            base = part.get("majority_baseline")
+            if base:
+                lines.append(f"(always '{base['label']}': accuracy {pct(base['accuracy'])}, macro F1 "
+                             f"{pct(base['macro_f1'])})")
+            lines.append("")
+        truncated = card["breakdown"].get("truncated", {}).get("records")
+        if truncated:
+            lines += [f"{truncated} inputs cut to fit the model's context", ""]
+        return lines
+
+
+class Classify(ClassifyProtocol, ClassifyScorer, ClassifyView, Kind):
+    packaged_fields = frozenset({"id", "input_sha256", "prompt_sha256", "output", "error", "target", "group",
+                                 "prediction", "truncated_lines"})
+    said_fields = ("output",)
+    name = "classify"
+    section, section_schema = "classify", ClassifyConfig
+    failed_samples = "counted as invalid answers in the metrics"
+    reference_fields = ("target", "group")
+

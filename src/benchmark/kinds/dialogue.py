@@ -28,7 +28,7 @@ from ..identity import records_sha256, sha256_json
 from ..models.cached import Failure
 from ..models.requests import Generate, Replay
 from ..templates import render
-from .base import Kind, MetricSpec, Roles, Said, Transcript, slug
+from .base import Kind, KindProtocol, KindScorer, KindView, MetricSpec, Roles, Said, Transcript, slug
 from .common import RefusalPhrases, plain
 from .conversation import Conversation, attacker_history, said_to_target, target_view
 from .derived import judgement_problems, panel_problems, votes_of
@@ -103,19 +103,8 @@ def _truthy(text: str) -> bool:
 SEEDS_SPLIT = "seeds"  # the split a dialogue attack's records are, whatever their sources' own
 
 
-class DialogueAttack(Kind):
-    packaged_fields = frozenset({"id", "input_sha256", "turns", "activated_turn", "trigger_flagged", "group", "error"})
-    said_fields = ("turns",)
-    name = "dialogue_attack"
-    section, section_schema = "dialogue", DialogueConfig
-    sampling_protocol = "target_generation"
-    needs_attacker = True
-    added_metrics = (
-        MetricSpec("judge_calls_per_conversation", 2, "the judge requests a conversation took, all steps and voters"),
-        MetricSpec("backtracks_*", 2, "refused tries taken back (backtrack.max > 0): per conversation, and before "
-                                      "success in the conversations that succeeded"),
-        MetricSpec("*.category.*", 2, "the rate per category of the seed sources' rows (seeds[].category)"),
-    )
+class DialogueProtocol(KindProtocol):
+    """DialogueAttack: its protocol part, records to typed requests to samples."""
 
     def __init__(self, task, model_cfg):
         spec = task.dialogue
@@ -189,88 +178,6 @@ class DialogueAttack(Kind):
                     items.append({"id": f"{src.name}:{i}", "source": src.name, **found})
         return Records(items=items, source=" + ".join(sources), split=SEEDS_SPLIT, sha256=records_sha256(all_rows))
 
-    reference_fields = ("group",)
-
-    @staticmethod
-    def outputs(sample: dict) -> list:
-        """What the models said: each try's attacker message and target reply, backtracked ones first."""
-        return [(x.get("attacker"), x.get("target")) for t in sample.get("turns", []) if isinstance(t, dict)
-                for x in [*_tries(t), t]]
-
-    @staticmethod
-    def transcript(sample: dict) -> Transcript:
-        """Turn by turn: the attacker's message, then the target's reply, each with the judges' verdicts, and
-        before a turn the tries the target refused that were taken back; the opening seed is a hash in a
-        submission."""
-        turns = [t for t in sample.get("turns", []) if isinstance(t, dict)] if isinstance(sample.get("turns"),
-                                                                                            list) else []
-        activated = sample.get("activated_turn")
-        said = []
-        for t in turns:
-            for i, tried in enumerate(_tries(t), 1):
-                said.append(Said("user", f"attacker, turn {t.get('turn')}, try {i}: backtracked",
-                                 str(tried.get("attacker"))))
-                said.append(Said("assistant", f"target, turn {t.get('turn')}, try {i}: refused, so taken out of "
-                                 "its memory and tried again", str(tried.get("target"))))
-            mine = _verdicts(t.get("attacker_judgements")) if t.get("attacker_judgements") else ""
-            said.append(Said("user", f"attacker, turn {t.get('turn')}"
-                             + (" (the seed sentence; a submission keeps its hash)" if t.get("turn") == 1
-                                and not _tries(t) else "")
-                             + (f" · {mine}" if mine else ""), str(t.get("attacker"))))
-            verdict = t.get("verdict")
-            said.append(Said("assistant", f"target, turn {t.get('turn')} · verdict: "
-                             + ("not flagged" if verdict in (None, "none") else f"flagged by {verdict}")
-                             + (f" · {_verdicts(t.get('judgements'))}" if t.get("judgements") else ""),
-                             str(t.get("target"))))
-        backtracked = sum(len(_tries(t)) for t in turns)
-        return Transcript(f"{len(turns)} turns"
-                          + (f" and {backtracked} backtracked {'try' if backtracked == 1 else 'tries'}"
-                             if backtracked else "") + "; "
-                          + (f"the target's reply was flagged at turn {activated}" if activated
-                             else "no reply of the target was flagged"), said)
-
-    @staticmethod
-    def conversation(sample: dict) -> list[tuple[str, str]]:
-        """Turn by turn as the target kept it: the attacker as the user, the target as the assistant."""
-        return Kind.conversation(sample) + [(role, str(t.get(who))) for t in sample.get("turns", [])
-                                            for role, who in (("user", "attacker"), ("assistant", "target"))]
-
-    @staticmethod
-    def verdicts(sample: dict):
-        """What the task concluded: the turn the target was first flagged at (None: never)."""
-        return sample.get("activated_turn")
-
-    @staticmethod
-    def judgements(sample: dict):
-        """Each turn's votes on the target's reply and on the attacker's utterance."""
-        return [[votes_of(t.get("judgements")), votes_of(t.get("attacker_judgements"))]
-                for t in sample.get("turns", [])]
-
-    @staticmethod
-    def sample_row(sample: dict) -> dict:
-        turns = sample.get("turns") or []
-        return {"id": str(sample.get("id", "")), "error": sample.get("error") or "",
-                "activated at turn": sample.get("activated_turn"),
-                "outputs": "\n".join(f"{t.get('turn')}: {t.get('attacker')} → {t.get('target')}"
-                                     + (f" ({len(_tries(t))} backtracked before)" if _tries(t) else "")
-                                     for t in turns)}
-
-    @staticmethod
-    def summary_lines(card: dict) -> list[str]:
-        convs, turns = card["breakdown"].get("conversations") or {}, card["breakdown"].get("turns") or {}
-        if "scored" not in convs:
-            return []
-        backtracks = (f"; backtracked tries: {turns['backtracks']} (at most {turns['backtrack_budget']} each)"
-                      if "backtracks" in turns else "")
-        return [f"conversations scored: {convs['scored']} of {convs['total']} ({convs['failed']} failed); turns "
-                f"played: {turns.get('played')} (budget {turns.get('budget')} each, stop: {turns.get('stop')})"
-                + backtracks]
-
-    def reference(self, record: dict) -> dict:
-        """What a sample takes from the task's data alone: the seed's source, and its category where it has one."""
-        return {"group": {"source": record["source"],
-                          **({"category": record["category"]} if "category" in record else {})}}
-
     @property
     def requests_per_record(self) -> int:
         return self.spec.turns + self.spec.backtrack.max  # at most: a conversation may end earlier
@@ -320,63 +227,6 @@ class DialogueAttack(Kind):
         v = self._variables(record)
         return [{"role": m.role, "content": render(m.content, v, f"task {self.task.name}: attacker_messages[{i}]")}
                 for i, m in enumerate(self.spec.attacker_messages)]
-
-    def derivation_problems(self, sample: dict) -> list[tuple[str, str]]:
-        turns = sample.get("turns")
-        if not isinstance(turns, list) or any(not isinstance(t, dict) for t in turns):
-            return [("turns", "is not a list of turn objects")]
-        if len(turns) > self.spec.turns:
-            return [("turns", f"{len(turns)} turns; the task's budget is {self.spec.turns}")]
-        if [t.get("turn") for t in turns] != list(range(1, len(turns) + 1)):
-            return [("turns", "turns are numbered 1, 2, ... in order")]
-        problems = self._backtrack_problems(turns) + self._judging_problems(turns)
-        if problems:
-            return problems
-        activated = next((t["turn"] for t in turns if t.get("verdict") != NONE), None)
-        if sample.get("activated_turn") != activated:
-            return [("activated_turn", f"{sample.get('activated_turn')!r} is not what the turns give: {activated!r}")]
-        if self.stop == "first_flagged" and activated is not None and activated != len(turns):
-            return [("turns", f"the conversation goes on after turn {activated}, whose reply was flagged; the task "
-                              "stops at the first")]
-        trigger = None if activated is None or not self.attacker_steps else any(
-            j["flagged"] for j in turns[activated - 1]["attacker_judgements"].values())
-        if sample.get("trigger_flagged") is not trigger:
-            return [("trigger_flagged", f"{sample.get('trigger_flagged')!r} is not what the turns give: {trigger!r}")]
-        return []
-
-    def _judging_problems(self, turns: list[dict]) -> list[tuple[str, str]]:
-        problems = []
-        for i, t in enumerate(turns):
-            at = f"turns[{i}]"
-            problems += panel_problems(self.steps, t.get("judgements"), t.get("verdict"), self.spec.tie, at, NONE)
-            judged = t.get("attacker_judgements") or {}
-            if sorted(judged) != sorted(s.name for s in self.attacker_steps):
-                problems.append((f"{at}.attacker_judgements", "every attacker step judges every attacker turn"))
-            for step in self.attacker_steps:
-                if step.name in judged:
-                    problems += judgement_problems(step, judged[step.name], self.spec.tie,
-                                                   f"{at}.attacker_judgements.{step.name}")
-        return problems
-
-    def _backtrack_problems(self, turns: list[dict]) -> list[tuple[str, str]]:
-        """Backtracked tries are refusals by the task's detector, within its budget; a refused reply is kept only
-        when the budget is spent."""
-        used, limit = 0, self.spec.backtrack.max
-        for i, t in enumerate(turns):
-            tries = t.get("backtracked", [])
-            if not isinstance(tries, list) or any(not isinstance(x, dict) or not isinstance(x.get("target"), str)
-                                                  or not isinstance(x.get("attacker"), str) for x in tries):
-                return [(f"turns[{i}].backtracked", "is not a list of {attacker, target} texts")]
-            for j, tried in enumerate(tries):
-                if not self.refusal(tried["target"]):
-                    return [(f"turns[{i}].backtracked[{j}]", "the target's reply is not a refusal by the task's "
-                                                              "detector: the task does not take it back")]
-            used += len(tries)
-            if used > limit:
-                return [(f"turns[{i}].backtracked", f"{used} backtracked tries; the task allows {limit}")]
-            if limit and used < limit and self.refusal(str(t.get("target"))):
-                return [(f"turns[{i}].target", "a refusal, kept while the task could still take it back")]
-        return []
 
     def _seed_opens(self, c: Conversation) -> bool:
         """This try is the seed sentence itself: the first try of turn 1 of a task that opens with its seeds."""
@@ -486,32 +336,71 @@ class DialogueAttack(Kind):
             "error": c.error,
         }
 
-    def recorded_answers(self, records: list[dict], samples: list[dict]) -> dict:
-        """Each kept turn's attacker message and target reply, keyed by the messages each side was asked them with,
-        rebuilt turn by turn from the record as the conversation was played. A conversation's turns after a refused
-        try that was taken back are not recalled (the refused try is asked again)."""
-        by_id, out = {r["id"]: r for r in records}, {}
-        for sample in samples:
-            record = by_id.get(sample.get("id"))
-            if record is None:
-                continue
-            # a published sample keeps a copy of the record's own text (the seed, repeated) as its hash
-            hashed = {"sha256:" + hashlib.sha256(v.encode("utf-8")).hexdigest(): v for v in record.values()
-                      if isinstance(v, str)}
-            c = Conversation(record)
-            for t in sample.get("turns") or []:
-                if not isinstance(t, dict) or t.get("backtracked") or not isinstance(t.get("target"), str):
-                    break
-                said = record["seed"] if self._seed_opens(c) else hashed.get(t.get("attacker"), t.get("attacker"))
-                t = {**t, "target": hashed.get(t["target"], t["target"])}
-                if not isinstance(said, str):
-                    break
-                if not self._seed_opens(c):
-                    asked = self._attacker_prompt(record) + attacker_history(self.spec, self.task, c)
-                    out[(sha256_json(asked), 0)] = said
-                out[(sha256_json(target_view(self.spec, c.turns, said)), 0)] = t["target"]
-                c.turns.append({**t, "attacker": said})
-        return out
+
+class DialogueScorer(KindScorer):
+    """DialogueAttack: its scorer part, metrics, derived figures, and the checks of a submitted card."""
+
+    def reference(self, record: dict) -> dict:
+        """What a sample takes from the task's data alone: the seed's source, and its category where it has one."""
+        return {"group": {"source": record["source"],
+                          **({"category": record["category"]} if "category" in record else {})}}
+
+    def derivation_problems(self, sample: dict) -> list[tuple[str, str]]:
+        turns = sample.get("turns")
+        if not isinstance(turns, list) or any(not isinstance(t, dict) for t in turns):
+            return [("turns", "is not a list of turn objects")]
+        if len(turns) > self.spec.turns:
+            return [("turns", f"{len(turns)} turns; the task's budget is {self.spec.turns}")]
+        if [t.get("turn") for t in turns] != list(range(1, len(turns) + 1)):
+            return [("turns", "turns are numbered 1, 2, ... in order")]
+        problems = self._backtrack_problems(turns) + self._judging_problems(turns)
+        if problems:
+            return problems
+        activated = next((t["turn"] for t in turns if t.get("verdict") != NONE), None)
+        if sample.get("activated_turn") != activated:
+            return [("activated_turn", f"{sample.get('activated_turn')!r} is not what the turns give: {activated!r}")]
+        if self.stop == "first_flagged" and activated is not None and activated != len(turns):
+            return [("turns", f"the conversation goes on after turn {activated}, whose reply was flagged; the task "
+                              "stops at the first")]
+        trigger = None if activated is None or not self.attacker_steps else any(
+            j["flagged"] for j in turns[activated - 1]["attacker_judgements"].values())
+        if sample.get("trigger_flagged") is not trigger:
+            return [("trigger_flagged", f"{sample.get('trigger_flagged')!r} is not what the turns give: {trigger!r}")]
+        return []
+
+    def _judging_problems(self, turns: list[dict]) -> list[tuple[str, str]]:
+        problems = []
+        for i, t in enumerate(turns):
+            at = f"turns[{i}]"
+            problems += panel_problems(self.steps, t.get("judgements"), t.get("verdict"), self.spec.tie, at, NONE)
+            judged = t.get("attacker_judgements") or {}
+            if sorted(judged) != sorted(s.name for s in self.attacker_steps):
+                problems.append((f"{at}.attacker_judgements", "every attacker step judges every attacker turn"))
+            for step in self.attacker_steps:
+                if step.name in judged:
+                    problems += judgement_problems(step, judged[step.name], self.spec.tie,
+                                                   f"{at}.attacker_judgements.{step.name}")
+        return problems
+
+    def _backtrack_problems(self, turns: list[dict]) -> list[tuple[str, str]]:
+        """Backtracked tries are refusals by the task's detector, within its budget; a refused reply is kept only
+        when the budget is spent."""
+        used, limit = 0, self.spec.backtrack.max
+        for i, t in enumerate(turns):
+            tries = t.get("backtracked", [])
+            if not isinstance(tries, list) or any(not isinstance(x, dict) or not isinstance(x.get("target"), str)
+                                                  or not isinstance(x.get("attacker"), str) for x in tries):
+                return [(f"turns[{i}].backtracked", "is not a list of {attacker, target} texts")]
+            for j, tried in enumerate(tries):
+                if not self.refusal(tried["target"]):
+                    return [(f"turns[{i}].backtracked[{j}]", "the target's reply is not a refusal by the task's "
+                                                              "detector: the task does not take it back")]
+            used += len(tries)
+            if used > limit:
+                return [(f"turns[{i}].backtracked", f"{used} backtracked tries; the task allows {limit}")]
+            if limit and used < limit and self.refusal(str(t.get("target"))):
+                return [(f"turns[{i}].target", "a refusal, kept while the task could still take it back")]
+        return []
 
     # --- metrics ----------------------------------------------------------------------------------------
     def _rates(self, samples: list[dict], resamples: int, seed: int, suffix: str = "") -> dict:
@@ -616,6 +505,128 @@ class DialogueAttack(Kind):
             **({"attacker_sees": f"{self.spec.attacker_sees}, with the judging's feedback"}
                if self.spec.feedback is not None else {}),
         }
+
+
+class DialogueView(KindView):
+    """DialogueAttack: its view part, what the board and the submissions read of a sample."""
+
+    @staticmethod
+    def outputs(sample: dict) -> list:
+        """What the models said: each try's attacker message and target reply, backtracked ones first."""
+        return [(x.get("attacker"), x.get("target")) for t in sample.get("turns", []) if isinstance(t, dict)
+                for x in [*_tries(t), t]]
+
+    @staticmethod
+    def transcript(sample: dict) -> Transcript:
+        """Turn by turn: the attacker's message, then the target's reply, each with the judges' verdicts, and
+        before a turn the tries the target refused that were taken back; the opening seed is a hash in a
+        submission."""
+        turns = [t for t in sample.get("turns", []) if isinstance(t, dict)] if isinstance(sample.get("turns"),
+                                                                                            list) else []
+        activated = sample.get("activated_turn")
+        said = []
+        for t in turns:
+            for i, tried in enumerate(_tries(t), 1):
+                said.append(Said("user", f"attacker, turn {t.get('turn')}, try {i}: backtracked",
+                                 str(tried.get("attacker"))))
+                said.append(Said("assistant", f"target, turn {t.get('turn')}, try {i}: refused, so taken out of "
+                                 "its memory and tried again", str(tried.get("target"))))
+            mine = _verdicts(t.get("attacker_judgements")) if t.get("attacker_judgements") else ""
+            said.append(Said("user", f"attacker, turn {t.get('turn')}"
+                             + (" (the seed sentence; a submission keeps its hash)" if t.get("turn") == 1
+                                and not _tries(t) else "")
+                             + (f" · {mine}" if mine else ""), str(t.get("attacker"))))
+            verdict = t.get("verdict")
+            said.append(Said("assistant", f"target, turn {t.get('turn')} · verdict: "
+                             + ("not flagged" if verdict in (None, "none") else f"flagged by {verdict}")
+                             + (f" · {_verdicts(t.get('judgements'))}" if t.get("judgements") else ""),
+                             str(t.get("target"))))
+        backtracked = sum(len(_tries(t)) for t in turns)
+        return Transcript(f"{len(turns)} turns"
+                          + (f" and {backtracked} backtracked {'try' if backtracked == 1 else 'tries'}"
+                             if backtracked else "") + "; "
+                          + (f"the target's reply was flagged at turn {activated}" if activated
+                             else "no reply of the target was flagged"), said)
+
+    @staticmethod
+    def conversation(sample: dict) -> list[tuple[str, str]]:
+        """Turn by turn as the target kept it: the attacker as the user, the target as the assistant."""
+        return Kind.conversation(sample) + [(role, str(t.get(who))) for t in sample.get("turns", [])
+                                            for role, who in (("user", "attacker"), ("assistant", "target"))]
+
+    @staticmethod
+    def verdicts(sample: dict):
+        """What the task concluded: the turn the target was first flagged at (None: never)."""
+        return sample.get("activated_turn")
+
+    @staticmethod
+    def judgements(sample: dict):
+        """Each turn's votes on the target's reply and on the attacker's utterance."""
+        return [[votes_of(t.get("judgements")), votes_of(t.get("attacker_judgements"))]
+                for t in sample.get("turns", [])]
+
+    @staticmethod
+    def sample_row(sample: dict) -> dict:
+        turns = sample.get("turns") or []
+        return {"id": str(sample.get("id", "")), "error": sample.get("error") or "",
+                "activated at turn": sample.get("activated_turn"),
+                "outputs": "\n".join(f"{t.get('turn')}: {t.get('attacker')} → {t.get('target')}"
+                                     + (f" ({len(_tries(t))} backtracked before)" if _tries(t) else "")
+                                     for t in turns)}
+
+    @staticmethod
+    def summary_lines(card: dict) -> list[str]:
+        convs, turns = card["breakdown"].get("conversations") or {}, card["breakdown"].get("turns") or {}
+        if "scored" not in convs:
+            return []
+        backtracks = (f"; backtracked tries: {turns['backtracks']} (at most {turns['backtrack_budget']} each)"
+                      if "backtracks" in turns else "")
+        return [f"conversations scored: {convs['scored']} of {convs['total']} ({convs['failed']} failed); turns "
+                f"played: {turns.get('played')} (budget {turns.get('budget')} each, stop: {turns.get('stop')})"
+                + backtracks]
+
+    def recorded_answers(self, records: list[dict], samples: list[dict]) -> dict:
+        """Each kept turn's attacker message and target reply, keyed by the messages each side was asked them with,
+        rebuilt turn by turn from the record as the conversation was played. A conversation's turns after a refused
+        try that was taken back are not recalled (the refused try is asked again)."""
+        by_id, out = {r["id"]: r for r in records}, {}
+        for sample in samples:
+            record = by_id.get(sample.get("id"))
+            if record is None:
+                continue
+            # a published sample keeps a copy of the record's own text (the seed, repeated) as its hash
+            hashed = {"sha256:" + hashlib.sha256(v.encode("utf-8")).hexdigest(): v for v in record.values()
+                      if isinstance(v, str)}
+            c = Conversation(record)
+            for t in sample.get("turns") or []:
+                if not isinstance(t, dict) or t.get("backtracked") or not isinstance(t.get("target"), str):
+                    break
+                said = record["seed"] if self._seed_opens(c) else hashed.get(t.get("attacker"), t.get("attacker"))
+                t = {**t, "target": hashed.get(t["target"], t["target"])}
+                if not isinstance(said, str):
+                    break
+                if not self._seed_opens(c):
+                    asked = self._attacker_prompt(record) + attacker_history(self.spec, self.task, c)
+                    out[(sha256_json(asked), 0)] = said
+                out[(sha256_json(target_view(self.spec, c.turns, said)), 0)] = t["target"]
+                c.turns.append({**t, "attacker": said})
+        return out
+
+
+class DialogueAttack(DialogueProtocol, DialogueScorer, DialogueView, Kind):
+    packaged_fields = frozenset({"id", "input_sha256", "turns", "activated_turn", "trigger_flagged", "group", "error"})
+    said_fields = ("turns",)
+    name = "dialogue_attack"
+    section, section_schema = "dialogue", DialogueConfig
+    sampling_protocol = "target_generation"
+    needs_attacker = True
+    added_metrics = (
+        MetricSpec("judge_calls_per_conversation", 2, "the judge requests a conversation took, all steps and voters"),
+        MetricSpec("backtracks_*", 2, "refused tries taken back (backtrack.max > 0): per conversation, and before "
+                                      "success in the conversations that succeeded"),
+        MetricSpec("*.category.*", 2, "the rate per category of the seed sources' rows (seeds[].category)"),
+    )
+    reference_fields = ("group",)
 
 
 # why the headline has no corrected value beside the turn-level one
