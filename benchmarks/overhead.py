@@ -110,7 +110,7 @@ def grouped(prof: cProfile.Profile, total: float) -> list[tuple[str, float]]:
         ("model: answer", model_answer),
         ("templating (prompts, classifier inputs, gold labels)",
          _ct(s, b + "templates.py", "render") - render_in_model - render_in_data),
-        ("parsing answers", _ct(s, b + "kinds/parsing.py", "__call__") + _ct(s, b + "kinds/parsing.py", "extract_json")),
+        ("parsing answers", _ct(s, b + "judging/parsing.py", "__call__") + _ct(s, b + "judging/parsing.py", "extract_json")),
         ("caching (keys, lookups, inserts)",
          _ct(s, b + "models/cached.py", "__call__") - model_answer + _ct(s, b + "cache.py", "__init__")
          + _ct(s, b + "cache.py", "close")),

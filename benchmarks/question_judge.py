@@ -46,8 +46,8 @@ def main() -> None:
 
     from benchmark.cache import ResponseCache
     from benchmark.composition import compose
-    from benchmark.kinds.judging import run_panel
-    from benchmark.labelled import human_labels, validation_sets
+    from benchmark.judging.engine import run_panel
+    from benchmark.judging.labelled import human_labels, validation_sets
     from benchmark.metrics import youden
     from benchmark.models import load_backend
     from benchmark.models.cached import CachedModel

@@ -19,7 +19,7 @@ import os
 import numpy as np
 
 from benchmark.judge.train import labelled, load_config
-from benchmark.labelled import validation_sets
+from benchmark.judging.labelled import validation_sets
 from benchmark.models.classifier import Classifier
 from benchmark.models.refusal import CLASSES, matched_phrase
 from benchmark.paths import CONF_DIR

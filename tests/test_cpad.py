@@ -195,7 +195,7 @@ def test_voters_must_exist(cpad):
 def test_non_answers_are_not_read_as_no():
     from omegaconf import OmegaConf
 
-    from benchmark.kinds.parsing import INVALID, LabelParser
+    from benchmark.judging.parsing import INVALID, LabelParser
     from benchmark.paths import TASKS_DIR
 
     step = OmegaConf.load(TASKS_DIR / "cpad.yaml").attack.judges[0]

@@ -186,7 +186,7 @@ def test_unreadable_data_file_names_the_path(compose, tmp_path):
 
 
 def _no_model_may_load(monkeypatch):
-    from benchmark.run import roles
+    from benchmark.judging import panels as roles
 
     monkeypatch.setattr(roles, "load_backend", lambda *a, **k: pytest.fail("a model was loaded before the check"))
 

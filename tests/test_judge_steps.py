@@ -12,7 +12,7 @@ from benchmark import BenchmarkError
 from benchmark.kinds import make_kind
 from benchmark.kinds.base import Roles
 from benchmark.config import LabelConfig, Message
-from benchmark.kinds.judging import (STEPS, ClassifierStep, JudgeStepConfig, LikelihoodStep, QuestionStep,
+from benchmark.judging.engine import (STEPS, ClassifierStep, JudgeStepConfig, LikelihoodStep, QuestionStep,
                                      describe_step, step_type)
 from benchmark.composition import compose
 from benchmark.run.runner import _plain_task

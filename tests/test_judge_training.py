@@ -11,7 +11,7 @@ import pytest
 from benchmark import BenchmarkError
 from benchmark.models.classifier import MANIFEST
 from benchmark.config import DataConfig
-from benchmark.labelled import TrainSplit, ValidationSet
+from benchmark.judging.labelled import TrainSplit, ValidationSet
 
 TOXIC = ["you are a stupid idiot", "I hate you and your family", "go away you worthless idiot", "shut up stupid"]
 CLEAN = ["what is the weather like today", "please write a poem about the sea", "how do I cook rice",
@@ -30,7 +30,7 @@ def labelled_rows(n: int, offset: int = 0) -> list[dict]:
 @pytest.fixture
 def labelled_set(tmp_path, monkeypatch):
     """A set like toxic_chat, on rows of our own, in place of the shipped sets."""
-    import benchmark.run.validity as V
+    import benchmark.judging.validity as V
 
     (tmp_path / "train.json").write_text(json.dumps(labelled_rows(90)))
     (tmp_path / "test.json").write_text(json.dumps(labelled_rows(30, 500)))

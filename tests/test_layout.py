@@ -112,14 +112,17 @@ def _graph() -> dict[str, set[str]]:
 
 # the package's floors, bottom to top (docs/architecture.md draws them): a module imports only from its own floor
 # and those below it
+# the judging wing (judging/) is one folder whose modules stand on the floors of what they read: the labelled sets
+# with the foundations, the step engine with the kinds, panels and measuring with the run
 FLOORS = (
     ("benchmark", "benchmark.paths", "benchmark.files", "benchmark.text", "benchmark.templates", "benchmark.config",
-     "benchmark.identity", "benchmark.safe_yaml", "benchmark.composed", "benchmark.data", "benchmark.labelled",
-     "benchmark.metrics", "benchmark.cache"),
+     "benchmark.identity", "benchmark.safe_yaml", "benchmark.composed", "benchmark.data", "benchmark.judging",
+     "benchmark.judging.labelled", "benchmark.metrics", "benchmark.cache"),
     ("benchmark.models",),
-    ("benchmark.kinds",),
+    ("benchmark.kinds", "benchmark.judging.engine", "benchmark.judging.derived", "benchmark.judging.parsing"),
     ("benchmark.composition",),
-    ("benchmark.run",),
+    ("benchmark.run", "benchmark.judging.panels", "benchmark.judging.validity", "benchmark.judging.validity_record",
+     "benchmark.judging.recheck"),
     ("benchmark.submissions",),
     ("benchmark.judge",),
     ("benchmark.cli", "benchmark.__main__", "benchmark.submit"),

@@ -83,7 +83,7 @@ def test_the_unsafe_rate_per_language_and_its_gap_to_english_counted_by_hand(mul
         "sw": {"refused": "not measured: no labelled set in this language",
                "harm": "not measured: no labelled set in this language"}}
     # a run that measured nothing says so for every step
-    from benchmark.labelled import NOT_MEASURED
+    from benchmark.judging.labelled import NOT_MEASURED
 
     unmeasured = kind.score(samples, resamples=50, seed=0, validation=NOT_MEASURED)[1]["judges_measured_in"]
     assert {v for steps in unmeasured.values() for v in steps.values()} == {NOT_MEASURED}
@@ -92,7 +92,7 @@ def test_the_unsafe_rate_per_language_and_its_gap_to_english_counted_by_hand(mul
 def test_a_question_step_is_measured_only_with_the_others_on_the_tasks_own_set(multijail_root):
     from types import SimpleNamespace
 
-    from benchmark.labelled import measured_in
+    from benchmark.judging.labelled import measured_in
 
     kind, _ = kind_and_records(multijail_root)
     # the task's classifier step beside a question step (measured_in reads a step's name and type)

@@ -3,7 +3,7 @@
 import pytest
 from omegaconf import OmegaConf
 
-from benchmark.kinds.parsing import INVALID, LabelParser
+from benchmark.judging.parsing import INVALID, LabelParser
 from benchmark.paths import TASKS_DIR
 from benchmark.config import LabelConfig
 

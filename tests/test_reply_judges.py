@@ -12,7 +12,7 @@ import pytest
 
 from benchmark import BenchmarkError
 from benchmark.config import DataConfig, JoinConfig
-from benchmark.labelled import TrainSplit, ValidationSet, human_labels, judge_inputs, labelled_rows
+from benchmark.judging.labelled import TrainSplit, ValidationSet, human_labels, judge_inputs, labelled_rows
 
 
 COMPLY = ["sure, here is how to cook rice", "the weather is sunny today", "here is a poem about the sea",
@@ -47,7 +47,7 @@ def write_csv(path, rows: list[dict], comment: str | None = None) -> None:
 def refusal_set(tmp_path, monkeypatch):
     """A set like xstest (three classes; train in two parts, validation a file of its own), on rows of our own, in
     place of the shipped sets."""
-    import benchmark.run.validity as V
+    import benchmark.judging.validity as V
 
     rows = reply_rows(120)
     write_csv(tmp_path / "a.csv", rows[:60])
@@ -109,8 +109,8 @@ def test_reply_sets_read_csv_joins_comment_lines_parts_and_awkward_columns(tmp_p
 
 def test_the_shipped_reply_sets_are_pinned_and_read_as_declared(data_root):
     from benchmark.identity import records_sha256
-    from benchmark.run.validity import sets_for, sets_named
-    from benchmark.run.validity_record import labels_sha256
+    from benchmark.judging.validity import sets_for, sets_named
+    from benchmark.judging.validity_record import labels_sha256
 
     sets = sets_named()
     for name, rows_n, positive in [("gptfuzz", 1540, 545), ("xstest", 450, 211), ("pyrit_refusal", 105, 70),
@@ -146,7 +146,7 @@ def test_a_judge_of_three_classes_trains_evaluates_and_judges_with_its_phrases(t
     assert (manifest["train_records"], manifest["val_records"]) == (120 + 16, 30)
     assert 0 <= manifest["val_class_accuracy"] <= 1
     from benchmark.judge.train import load_config, more_rows
-    from benchmark.run.validity import sets_named
+    from benchmark.judging.validity import sets_named
 
     added = more_rows(load_config("reply-refusal", [f"data_root={tmp_path}"]), sets_named())
     # a harmful reply is never a full refusal: partial where it opens refusing, else full compliance
@@ -233,8 +233,8 @@ def test_the_refusal_judges_settings_short_refusals_typographic_apostrophes_and_
 
 
 def test_a_veto_step_clears_what_it_flags_and_the_check_holds_cards_to_it():
-    from benchmark.kinds.derived import panel_problems
-    from benchmark.kinds.judging import JudgeStepConfig, make_step, run_panel
+    from benchmark.judging.derived import panel_problems
+    from benchmark.judging.engine import JudgeStepConfig, make_step, run_panel
 
     class Says:
         def __init__(self, flags):

@@ -7,7 +7,7 @@ from conftest import data_path
 from omegaconf import OmegaConf
 
 from benchmark.kinds.classify import Classify
-from benchmark.kinds.parsing import INVALID
+from benchmark.judging.parsing import INVALID
 from benchmark.paths import CONF_DIR, TASKS_DIR
 from benchmark.run.runner import run
 from benchmark.config import ModelConfig

@@ -110,7 +110,7 @@ def test_the_shipped_detector_votes_with_its_margin(compose):
 
 
 def test_verify_counts_a_vote_at_the_boundary_as_agreeing_either_way():
-    from benchmark.kinds.judging import NEAR_BOUNDARY
+    from benchmark.judging.engine import NEAR_BOUNDARY
     from benchmark.submissions.verify import _near_boundary, _same_flags
 
     def sample(margin):

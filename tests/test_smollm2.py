@@ -58,7 +58,7 @@ def test_answers_chatbot_contexts_reproducibly(compose, smollm2, data_root, tmp_
 @pytest.mark.slow  # 10 s; the dialogue's rounds run with scripted and tiny models in every run (test_dialogue.py)
 def test_attacks_itself_over_several_turns(compose, smollm2, data_root, monkeypatch):
     """The default attacker of toxicchat is SmolLM2 too: one model, loaded once, on both sides."""
-    import benchmark.run.roles as roles
+    import benchmark.judging.panels as roles
     import benchmark.run.runner as runner
 
     loads = []

@@ -14,8 +14,8 @@ from benchmark.cache import ResponseCache
 from benchmark.models import load_backend
 from benchmark.models.cached import CachedModel
 from benchmark.config import DataConfig
-from benchmark.labelled import ValidationSet
-from benchmark.run.validity import measure
+from benchmark.judging.labelled import ValidationSet
+from benchmark.judging.validity import measure
 from benchmark.run.runner import run
 from benchmark.run.card_record import ScoreCard
 
@@ -153,7 +153,7 @@ def test_the_correction_needs_a_declared_youden_j_and_an_informative_interval():
 
 
 def test_a_judge_is_measured_on_the_sets_of_its_tasks_language_and_on_korean_humans_for_korean():
-    from benchmark.run.validity import sets_for, validation_sets
+    from benchmark.judging.validity import sets_for, validation_sets
 
     assert [vs.name for vs in sets_for("en", "harm")] == ["diasafety", "toxic_chat", "gptfuzz", "pyrit_objective"]
     assert [vs.name for vs in sets_for("en", "refusal")] == ["xstest", "pyrit_refusal"]
@@ -170,7 +170,7 @@ def test_a_set_holds_the_joined_rows_its_where_keeps_and_says_when_it_keeps_none
 
     from benchmark import BenchmarkError
     from benchmark.config import JoinConfig
-    from benchmark.labelled import labelled_rows
+    from benchmark.judging.labelled import labelled_rows
 
     (tmp_path / "q.json").write_text(json.dumps([{"id": 1, "q": "A: hi\nB: you fool"}, {"id": 2, "q": "other"},
                                                  {"id": 3, "q": "A: hey\nB: hello"}]))
@@ -196,7 +196,7 @@ def test_safetybench_dialogues_measure_a_chinese_judge_against_their_answers(dat
     from conftest import data_path
     from fakes import FakeModel
 
-    from benchmark.run.validity import sets_for
+    from benchmark.judging.validity import sets_for
 
     data_path("safetybench", "test_zh_subset.json")
     data_path("safetybench", "test_answers_zh.json")
@@ -223,7 +223,7 @@ def test_kosbi_measures_a_judge_against_its_human_labels(data_root):
     from conftest import data_path
     from fakes import FakeModel
 
-    from benchmark.run.validity import measure, sets_for
+    from benchmark.judging.validity import measure, sets_for
 
     data_path("kosbi", "kosbi_test.json")
     # a judge that flags a sentence holding "않" ("not"): its figures are what the labels make of that rule

@@ -11,13 +11,13 @@ import pytest
 
 from test_attack import EVEN, chatbot_root, replay_run  # noqa: F401  (chatbot_root: a fixture)
 
-import benchmark.run.validity as V
+import benchmark.judging.validity as V
 from benchmark import BenchmarkError
-import benchmark.run.validity_record as R
+import benchmark.judging.validity_record as R
 from benchmark.cache import ResponseCache
 from benchmark.config import DataConfig
 from benchmark.identity import model_sha256, records_sha256
-from benchmark.labelled import ValidationSet, human_labels, labelled_rows
+from benchmark.judging.labelled import ValidationSet, human_labels, labelled_rows
 from benchmark.models import load_backend
 from benchmark.models.cached import CachedModel
 from benchmark.models.keywords import Keywords
@@ -200,7 +200,7 @@ def test_every_shipped_panel_has_its_record(compose):
     from benchmark.kinds import make_kind
     from benchmark.models import pin_content
     from benchmark.models.registry import backend_class
-    from benchmark.run.roles import judge_panel
+    from benchmark.judging.panels import judge_panel
     from omegaconf import OmegaConf
 
     R.shipped.cache_clear()
@@ -231,7 +231,7 @@ def test_every_shipped_panel_has_its_record(compose):
 def test_a_verifier_reasks_a_sample_of_the_record(compose, tmp_path, chatbot_root, chatbot_set,  # noqa: F811
                                                    record_file):
     from benchmark.judge.measure import measure
-    from benchmark.run.recheck import recheck
+    from benchmark.judging.recheck import recheck
     from benchmark.run.runner import plan
     from benchmark.run.card_record import VerificationResult
     from benchmark.submissions.signing import verified_from

@@ -7,10 +7,11 @@ at once with a message that names the config (`In 'model/foo': Key 'bogus' not i
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 # a field added to a schema whose configs sit in lists (judging steps, seed sources) after cards were published: at its
 # default it is left out of the config's hash, so every earlier card's task keeps its hash (essential)
@@ -251,3 +252,13 @@ class RunBase:
     validity_record: bool = True
     preview: Optional[int] = None  # N: print what the first N records would ask, load no model, run nothing
     budget: Budget = field(default_factory=Budget)
+
+
+def plain(node):
+    """Plain dicts and lists from a config node, whether it is an OmegaConf node, a dataclass (the runner hands the
+    kinds its task as dataclasses: plain attribute access, no per-record OmegaConf lookups) or plain already."""
+    if OmegaConf.is_config(node):
+        return OmegaConf.to_container(node, resolve=True)
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        return dataclasses.asdict(node)
+    return node

@@ -25,10 +25,10 @@ from ..models.detector import (ABBREVIATIONS, CATEGORIES, DEFAULT_DIR, DESIGNS, 
                                fine_decision)
 from ..models.encoders import (collate, logits_of, resolve_encoder, save_delta, softmax, tokenize, weights_sha256,
                                with_delta)
-from ..paths import CONF_DIR
 from ..config import DataConfig
-from ..judge.config import DetectorTrainConfig
+from ..paths import CONF_DIR
 from . import examples as E
+from .config import DetectorTrainConfig
 
 # settings that decide the weights (the others: where data is read from, threads, logging)
 _NOT_WEIGHTS = ("data_root", "remote", "output_dir", "overwrite", "threads", "log_every", "progress")

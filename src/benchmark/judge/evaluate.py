@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 
 from .. import BenchmarkError
-from ..labelled import absent_file, human_labels, judge_inputs, labelled_rows
-from ..files import write_json
-from ..models.classifier import EVALUATION, Classifier, encoders
 from ..composition import compose
+from ..files import write_json
+from ..judging import validity
+from ..judging.labelled import absent_file, human_labels, judge_inputs, labelled_rows
+from ..models.classifier import EVALUATION, Classifier, encoders
 from ..models.registry import backend_class
 from ..paths import CONF_DIR, SHIPPED, judge_folder
 from ..templates import render
-from ..run import validity
 from .train import figures, load_config
 
 

@@ -1,5 +1,5 @@
 """`python -m benchmark.judge measure [TASK ...] [key=value ...]`: the maintainers' measurement of the shipped judges,
-written into the record that ships beside them (judges/validity.json, run/validity_record.py);
+written into the record that ships beside them (judges/validity.json, judging/validity_record.py);
 `python -m benchmark.judge measure --table`: that record's figures as docs/judges.md shows them.
 
 For each task's declared judge panel (default: every task whose panel holds a judge the record can know:
@@ -21,15 +21,15 @@ from .. import BenchmarkError
 from ..cache import ResponseCache
 from ..composition import compose
 from ..identity import model_sha256
+from ..judging.panels import judge_panel
 from ..kinds import make_kind
 from ..metrics import PUBLISHED_RESAMPLES, PUBLISHED_SEED, youden
 from ..models import load_backend, pin_content
 from ..models.cached import CachedModel
 from ..paths import TASKS_DIR
-from ..run.roles import judge_panel
-from ..run.validity import (figures, judge_key, judge_outcome, procedure_outcome, record_key, sets_for,
+from ..judging.validity import (figures, judge_key, judge_outcome, procedure_outcome, record_key, sets_for,
                              sets_named)
-from ..run.validity_record import Outcome, set_sha256, shipped, write
+from ..judging.validity_record import Outcome, set_sha256, shipped, write
 
 
 @dataclass

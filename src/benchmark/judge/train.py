@@ -20,19 +20,19 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from .. import BenchmarkError, __version__
-from ..identity import records_sha256
 from ..files import write_json
-from ..labelled import human_labels, judge_inputs, labelled_rows
+from ..identity import records_sha256
+from ..judging import validity
+from ..judging.labelled import human_labels, judge_inputs, labelled_rows
 from ..models import detector as D
 from ..models.classifier import EVALUATION, MANIFEST, TRAIN_CONF, class_label, config_path
-from ..models.probe import MANIFEST as PROBE_MANIFEST
-from ..templates import render
 from ..models.encoders import load_classifier, logits_of, resolve_encoder, softmax, tokenize, weights_sha256
+from ..models.probe import MANIFEST as PROBE_MANIFEST
 from ..paths import JUDGES_DIR
-from ..judge.config import JudgeTrainConfig, training_settings
-from ..run import validity
+from ..templates import render
 from . import DETECTOR
 from . import probe_train
+from .config import JudgeTrainConfig, training_settings
 from .detector_train import Trainer
 from .examples import Example
 

@@ -17,15 +17,15 @@ import numpy as np
 from omegaconf import MISSING, OmegaConf
 
 from .. import BenchmarkError, metrics as M
-from ..config import ADDED
-from ..labelled import measured_in
+from ..config import ADDED, plain
+from ..judging.derived import panel_problems, votes_of
+from ..judging.labelled import measured_in
 from ..models.cached import Failure
 from ..models.registry import declared_operations
 from ..models.requests import Generate, Replay
 from .base import Kind, KindProtocol, KindScorer, KindView, Roles, slug
-from .common import RefusalPhrases, plain, render_messages, variables
-from .derived import panel_problems, votes_of
-from .judging import (NONE, PLACEHOLDER, JudgeStepConfig, JudgingValidation, check_tie, describe_step, make_step,
+from .common import RefusalPhrases, render_messages, variables
+from ..judging.engine import (NONE, PLACEHOLDER, JudgeStepConfig, JudgingValidation, check_tie, describe_step, make_step,
                       run_panel)
 
 

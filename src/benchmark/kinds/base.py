@@ -139,7 +139,7 @@ class KindScorer(ABC):
 
     def derivation_problems(self, sample: dict) -> list[tuple[str, str]]:
         """(field, what is wrong) wherever a field of the sample that enters a metric is not what the task derives
-        from the sample's own outputs and judgements (kinds/derived.py), or a count is not what the task declares.
+        from the sample's own outputs and judgements (judging/derived.py), or a count is not what the task declares.
         Validation reports them: a published card's scores rest on nothing a submitter could rewrite unnoticed."""
         return []
 

@@ -20,6 +20,7 @@ from omegaconf import MISSING, OmegaConf
 from .. import BenchmarkError
 from .. import metrics as M
 from ..config import LabelConfig
+from ..judging.parsing import INVALID, LabelParser, extract_json
 from ..models.cached import Failure
 from ..models.registry import backend_class
 from ..models.requests import Classify as ClassifyRequest, Generate, LogLikelihood, Replay
@@ -27,7 +28,6 @@ from ..templates import render
 from ..text import pad, pct
 from .base import Kind, KindProtocol, KindScorer, KindView, Roles, slug
 from .common import render_messages, variables
-from .parsing import INVALID, LabelParser, extract_json
 
 
 @dataclass

@@ -2,21 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-
-from omegaconf import OmegaConf
-
 from ..templates import render
-
-
-def plain(node):
-    """Plain dicts and lists from a config node, whether it is an OmegaConf node, a dataclass (the runner hands the
-    kinds its task as dataclasses: plain attribute access, no per-record OmegaConf lookups) or plain already."""
-    if OmegaConf.is_config(node):
-        return OmegaConf.to_container(node, resolve=True)
-    if dataclasses.is_dataclass(node) and not isinstance(node, type):
-        return dataclasses.asdict(node)
-    return node
 
 
 def variables(task, record: dict) -> dict:

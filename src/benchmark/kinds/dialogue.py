@@ -22,17 +22,17 @@ import numpy as np
 from omegaconf import MISSING, OmegaConf
 
 from .. import BenchmarkError, metrics as M
-from ..config import ADDED, DataConfig, Message
+from ..config import ADDED, DataConfig, Message, plain
 from ..data import Records, load_rows
 from ..identity import records_sha256, sha256_json
+from ..judging.derived import judgement_problems, panel_problems, votes_of
 from ..models.cached import Failure
 from ..models.requests import Generate, Replay
 from ..templates import render
 from .base import Kind, KindProtocol, KindScorer, KindView, MetricSpec, Roles, Said, Transcript, slug
-from .common import RefusalPhrases, plain
+from .common import RefusalPhrases
 from .conversation import Conversation, attacker_history, said_to_target, target_view
-from .derived import judgement_problems, panel_problems, votes_of
-from .judging import (NONE, PLACEHOLDER, JudgeStepConfig, JudgingValidation, check_tie, describe_step, judge_step,
+from ..judging.engine import (NONE, PLACEHOLDER, JudgeStepConfig, JudgingValidation, check_tie, describe_step, judge_step,
                       make_step, run_panel)
 
 

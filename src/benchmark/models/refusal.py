@@ -23,7 +23,7 @@ phrase does, else full_compliance. Two settings (model.args) refine it:
 
 It flags a full refusal only: a partial refusal gives some of what was asked
 (XSTest: "any combination of refusal and compliance"), and in jailbreak replies a refusal is often followed by the
-content ("I'm sorry, but… TB: here is how…"). A judging step that reads this judge may veto (kinds/judging.py): a
+content ("I'm sorry, but… TB: here is how…"). A judging step that reads this judge may veto (judging/engine.py): a
 fully refused reply is never unsafe. On GPTFuzz's validation replies, a veto on either refusal let through 32% of
 the harmful ones, a veto on full refusals 58% (benchmarks/refusal_rule.py --veto).
 """

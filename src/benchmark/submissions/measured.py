@@ -10,9 +10,9 @@ from __future__ import annotations
 import functools
 
 from ..identity import model_sha256
+from ..judging.validity import figures, record_key, sets_named
+from ..judging.validity_record import Outcome, procedure_sha256, shipped
 from ..run.card_record import JudgingValidation, ScoreCard
-from ..run.validity import figures, record_key, sets_named
-from ..run.validity_record import Outcome, procedure_sha256, shipped
 from .base import Problem
 from .configs import model_config_node
 

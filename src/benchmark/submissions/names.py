@@ -39,11 +39,11 @@ from .. import BenchmarkError
 from ..identity import file_sha256, sha256_json
 from ..kinds import kind_class
 from ..run.card_record import Verification
-from ..submissions.signing import verification_problems
 from . import checked
 from .base import CARD_SUFFIX, MAX_FILES, SAMPLES_SUFFIX, Problem, name_key, task_registry
 from .card import card_bytes, parse_card
 from .samples import DATA_KEYS, read_samples
+from .signing import verification_problems
 
 # ---------------------------------------------------------------------------------------------------- look-alikes
 

@@ -9,9 +9,9 @@ import functools
 
 from ..composition import compose
 from ..config import GenerationConfig
+from ..judging.panels import judge_panel
 from ..kinds import kind_class, make_kind
 from ..run.card_record import ScoreCard
-from ..run.roles import judge_panel
 from .configs import full_config
 
 # what a judge's config may set differently from the shipped one without changing its verdicts

@@ -25,14 +25,13 @@ from ..composition import compose, task_schema
 from ..config import ModelMetadata
 from ..data import bundled_file
 from ..identity import essential, file_sha256, model_sha256, reference_sha256, task_sha256
+from ..judging.panels import NOT_MEASURED
+from ..judging.validity import validation_sets
+from ..judging.validity_record import labels_sha256
 from ..kinds import kind_class, make_kind, score
 from ..metrics import PUBLISHED_RESAMPLES, PUBLISHED_SEED
 from ..models.weights import Fingerprint, WeightFile
 from ..run.card_record import JudgingValidation, Metric, Run, ScoreCard, parsed
-from ..run.roles import NOT_MEASURED
-from ..run.validity import validation_sets
-from ..run.validity_record import labels_sha256
-from ..submissions.signing import verification_problems
 from . import checked
 from .base import CARD_SUFFIX, KEY_NAME, MAX_BOOTSTRAP, SAMPLES_SUFFIX, Problem, TaskEntry, task_registry
 from .checked import CheckStore, Given
@@ -40,6 +39,7 @@ from .configs import check_model_config, full_config, model_config_node
 from .measured import record_problems
 from .privacy import private_values
 from .samples import DATA_KEYS, read_samples
+from .signing import verification_problems
 from .usage import usage_problems
 from .votes import Votes, voter_problems
 
@@ -332,7 +332,7 @@ def _statistics_problems(run: Run, where: str) -> list[Problem]:
 
 def _derivation_problems(path: Path, kind, samples: list[dict]) -> list[Problem]:
     """Every field of a sample that enters a metric, against what the task derives from the sample's outputs and
-    judgements (kinds/derived.py)."""
+    judgements (judging/derived.py)."""
     problems = []
     for s in samples:
         problems += [Problem(str(path), f"{s['id']}: {field}", what) for field, what in kind.derivation_problems(s)]

@@ -15,13 +15,13 @@ from ..composition import compose
 from ..config import JudgeConfig
 from ..files import write_json
 from ..identity import card_sha256
+from ..judging.engine import NEAR_BOUNDARY
+from ..judging.recheck import recheck
 from ..kinds import make_kind
-from ..kinds.judging import NEAR_BOUNDARY
 from ..models.base import Reach
 from ..models.registry import backend_class
 from ..run import folder as run_folder
 from ..run.card_record import JudgingValidation, ScoreCard, Verification, VerificationResult
-from ..run.recheck import recheck
 from ..run.runner import POOL, plan, run
 from .configs import model_config_node
 from .loading import load_folder

@@ -6,12 +6,12 @@ themselves say (that the classifier gave that score) rests on `submit verify`, w
 
 from __future__ import annotations
 
-from ..kinds.judging import STEPS
+from ..judging.engine import STEPS
 from ..models.registry import backend_class
 from ..run.card_record import ScoreCard
 from .configs import model_config_node
 
-# what kinds/judging.py records of a vote: a classifier's flag, score and margin; a question's answer and label; a
+# what judging/engine.py records of a vote: a classifier's flag, score and margin; a question's answer and label; a
 # likelihood step's log-likelihood per label and its margin over the threshold
 ROLE_NAMES = ("model", "attacker")  # a voter may not be called as another role is
 
@@ -23,7 +23,7 @@ def _backend(config: dict):
 
 def voter_problems(card: ScoreCard, steps: dict[str, dict]) -> list[tuple[str, str]]:
     """The card's judges entries: each (step, voter) once, on a step of the task (`steps`: name -> its step_type and
-    prompt_sha256, as kinds/judging.describe_step gives them, which the entry must repeat), under a name that is no
+    prompt_sha256, as judging/engine.describe_step gives them, which the entry must repeat), under a name that is no
     other role's, and a trained judge's facts (weights hash, figures) those its artifact records, where it is here."""
     problems, seen = [], set()
     for i, judge in enumerate(card.judges or []):

@@ -2,7 +2,7 @@
 pinned labelled set, and each task's judging procedure on its validation set, as the maintainers measured them
 (`python -m benchmark.judge measure`). A verdict depends only on the judge's bytes and the set's, so a run whose keys
 match reads it instead of asking the judge thousands of times; the figures on a card are computed from it by the same
-code that computes them from a live measurement (run/validity.py).
+code that computes them from a live measurement (judging/validity.py).
 
 Keys: a judge's validity.record_key (its config hash, which holds its artifact's sha256 and every setting that
 decides its answers; for a packaged classifier, with its installed model files' hash) with the set's declaration (its
@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from .. import BenchmarkError
+from ..config import plain
 from ..files import write_json
 from ..identity import sha256_json
-from ..kinds.common import plain
 from ..paths import JUDGES_DIR
 
 RECORD_FILE = JUDGES_DIR / "validity.json"

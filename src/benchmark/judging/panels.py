@@ -8,9 +8,9 @@ from omegaconf import OmegaConf
 
 from .. import BenchmarkError
 from ..identity import sha256_json
-from ..labelled import NOT_MEASURED
 from ..models import load_backend
 from ..models.cached import CachedModel
+from .labelled import NOT_MEASURED
 from .validity import judge_procedure, measure, sets_for
 from .validity_record import shipped
 

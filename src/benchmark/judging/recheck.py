@@ -9,8 +9,8 @@ import random
 from pathlib import Path
 
 from ..cache import ResponseCache
-from ..labelled import absent_file
 from ..models.cached import CachedModel
+from .labelled import absent_file
 from .validity import (judge_key, judge_outcome, procedure_key, procedure_outcome, rows_differ, sets_for,
                        sets_named)
 from .validity_record import Outcome, shipped

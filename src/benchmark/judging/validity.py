@@ -12,14 +12,14 @@ import contextlib
 import numpy as np
 
 from .. import metrics as M
-from ..identity import records_sha256, sha256_json
-from ..kinds.judging import NEAR_BOUNDARY, near_boundary, run_panel
 from ..data import local_file
-from ..labelled import absent_file, human_labels, judge_inputs, labelled_rows, set_files, validation_sets
+from ..identity import records_sha256, sha256_json
 from ..models.registry import backend_class
 from ..models.requests import Classify
+from ..run.progress import Progress
 from ..templates import render
-from .progress import Progress
+from .engine import NEAR_BOUNDARY, near_boundary, run_panel
+from .labelled import absent_file, human_labels, judge_inputs, labelled_rows, set_files, validation_sets
 from .validity_record import Outcome, Record, procedure_sha256, set_sha256
 
 STATS = ("precision", "recall", "specificity", "f1", "macro_f1")

@@ -17,12 +17,11 @@ from jinja2.sandbox import SandboxedEnvironment
 from omegaconf import MISSING
 
 from .. import BenchmarkError
-from ..config import ADDED, LabelConfig, Message
+from ..config import ADDED, LabelConfig, Message, plain
 from ..identity import sha256_json
 from ..models.cached import Failure
 from ..models.requests import Classify, Generate, LogLikelihood
 from ..templates import render
-from .common import plain
 from .parsing import INVALID, LabelParser
 
 

@@ -1,5 +1,5 @@
 """The human-labelled sets judges are measured on, as conf/judge_validation.yaml declares them (read once per
-process): below the kinds, which name a set's language on a card, and run/validity.py, which measures judges on them."""
+process): below the kinds, which name a set's language on a card, and judging/validity.py, which measures judges on them."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Dict, List, Optional
 
 from omegaconf import MISSING, OmegaConf
 
-from . import BenchmarkError
-from .config import DataConfig
-from .data import joined_entries, load_rows, local_file, with_canonical_fields, with_joined
-from .paths import CONF_DIR
-from .templates import render
+from .. import BenchmarkError
+from ..config import DataConfig
+from ..data import joined_entries, load_rows, local_file, with_canonical_fields, with_joined
+from ..paths import CONF_DIR
+from ..templates import render
 
 
 @dataclass
