@@ -82,7 +82,7 @@ def test_an_unknown_step_type_names_the_registered_ones(registered, four_prompts
 def test_the_built_in_types_are_classes_of_the_same_registry():
     assert STEPS["classifier"] is ClassifierStep and STEPS["question"] is QuestionStep
     assert ClassifierStep.reads_verdicts and not QuestionStep.reads_verdicts
-    with pytest.raises(BenchmarkError, match="subclass of kinds.judging.Step"):
+    with pytest.raises(BenchmarkError, match="subclass of judging.engine.Step"):
         step_type(type("NotAStep", (), {"type": "x"}))
 
 

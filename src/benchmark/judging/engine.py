@@ -119,7 +119,7 @@ STEPS: dict[str, type[Step]] = {}
 def step_type(cls: type[Step]) -> type[Step]:
     """Register a step type by its `type` (a class decorator): task files may name it in judges[].type."""
     if not (isinstance(cls, type) and issubclass(cls, Step)) or not isinstance(getattr(cls, "type", None), str):
-        raise BenchmarkError(f"{cls!r}: a judging step type is a subclass of kinds.judging.Step with a type")
+        raise BenchmarkError(f"{cls!r}: a judging step type is a subclass of judging.engine.Step with a type")
     STEPS[cls.type] = cls
     return cls
 
