@@ -20,7 +20,7 @@ from benchmark.identity import file_sha256
 from benchmark.cli.submit import main as submit_main
 from benchmark.submissions.package import package, validate
 from benchmark.submissions.verify import verify
-from benchmark.run.card_record import ScoreCard, Verification
+from benchmark.run.card_record import ScoreCard, Verification, VerificationResult
 
 SEED = "profanity-check"  # a published folder every test can copy: one card on diasafety
 
@@ -347,6 +347,28 @@ def test_an_answer_that_is_one_of_the_tasks_labels_is_kept_where_the_data_holds_
     assert SF.strip_sample(sample, SF.task_strings(task))["output"] == "Offending User"
     copied = {**sample, "output": "a user's message"}  # a copy of the data's own text is still hashed
     assert SF.strip_sample(copied, SF.task_strings(task))["output"].startswith("sha256:")
+
+
+def test_verify_names_the_records_judged_otherwise_on_the_same_outputs(compose, data_root, monkeypatch):
+    """Where both runs gave the same output but its judges voted otherwise, the card is not verified and the result
+    names those records (misjudged_ids, a field of the verification record)."""
+    from benchmark.kinds import make_kind
+    from benchmark.kinds.base import KindView
+    from benchmark.submissions.signing import verified_from
+    from benchmark.submissions.verify import _compared
+
+    cfg = compose("model=profanity-check", "task=diasafety", "limit=8")
+    card, path = run(cfg)
+    # a judge whose votes differ from run to run: every sample object its own vote
+    monkeypatch.setattr(KindView, "judgements", staticmethod(lambda sample: id(sample)))
+    samples = {s["id"]: s for s in (json.loads(line) for line in open(path.parent / "samples.jsonl"))}
+    again = {i: dict(s) for i, s in samples.items()}  # the same outputs, read again
+    record = ScoreCard.model_validate(card)
+    found = _compared(make_kind(cfg.task, cfg.model), sorted(samples), samples, again, record, record)
+    assert found["judgement_mismatches"] == 8 and found["misjudged_ids"] == sorted(samples)
+    result = VerificationResult.model_validate({"verified": False, "at": "2026-01-01T00:00:00+00:00", "seed": 1,
+                                                "min_agreement": 0.95, **found})
+    assert not verified_from(result) and result.misjudged_ids == sorted(samples)
 
 
 def test_package_a_run_then_verify_it(compose, data_root, tmp_path, verifier_key):

@@ -52,9 +52,6 @@ class ChatAPI(LMEvalBackend):
     def reached(self, cfg) -> None:
         check_reachable(cfg)
 
-    def overflow(self, messages, max_new_tokens):
-        return Backend.overflow(self, messages, max_new_tokens)
-
     def usage(self, requests, answers):
         """The server's count, which its answers carry."""
         return Backend.usage(self, requests, answers)

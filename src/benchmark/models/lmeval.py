@@ -90,6 +90,7 @@ class LMEvalBackend(Backend):
     model_kind = "LLM"
     operations = frozenset({"generate", "loglikelihood"})
     templated = False  # True: the chat template always applies (a chat API renders its own)
+    seeded = False  # True: each sampled request is sent with its own seed
 
     @classmethod
     def lm_class(cls, cfg) -> type:
@@ -166,8 +167,6 @@ class LMEvalBackend(Backend):
             for i, m in enumerate(conversations)
         ]
         return list(self._translated(lambda: self.lm.generate_until(requests, disable_tqdm=True)))
-
-    seeded = False  # True: each sampled request is sent with its own seed
 
     def usage(self, requests, answers):
         """Counted with the model's tokenizer where it has one: the prompt as the model reads it (chat template

@@ -272,6 +272,7 @@ class VerificationResult(Record):
     card_sha256: Sha256 = None
     failed: Count = None
     disagreeing_ids: List[Union[str, int]] = None
+    misjudged_ids: List[Union[str, int]] = None  # records both runs answered alike but judged otherwise (20 at most)
     judgement_mismatches: Count = None
     reference_mismatches: Count = None
     near_boundary: Count = None

@@ -115,11 +115,11 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
               "min_agreement": min_agreement,
               **({**records, "judge_sample": judge_sample} if records else {})}
     card = {k: v for k, v in card.items() if k != "verification"}
-    result = {"verified": False, **result, "card_sha256": card_sha256(card)}
-    result = {**result, "verified": verified_from(VerificationResult.model_validate(result))}
+    found = VerificationResult.model_validate({"verified": False, **result, "card_sha256": card_sha256(card)})
+    found = found.model_copy(update={"verified": verified_from(found)})
     if key is None:
-        return VerificationResult.model_validate(result)
-    signed = sign(card, result, key)
+        return found
+    signed = sign(card, found.model_dump(exclude_unset=True), key)
     write_json(card_path, {**card, "verification": signed})
     return Verification.model_validate(signed)
 
