@@ -46,11 +46,10 @@ def main() -> None:
 
     from benchmark.cache import ResponseCache
     from benchmark.composition import compose
-    from benchmark.judging.engine import run_panel
     from benchmark.judging.labelled import human_labels, validation_sets
     from benchmark.metrics import youden
     from benchmark.models import load_backend
-    from benchmark.models.cached import CachedModel
+    from benchmark.judging.panels import open_panel
     from benchmark.run.runner import plan
     from benchmark.templates import render
 
@@ -76,13 +75,11 @@ def main() -> None:
         rows = random.Random(args.seed).sample(rows, args.n)
 
     cache = ResponseCache(Path(cfg.cache_dir) / "responses.sqlite")
-    panel = {key: CachedModel(load_backend(j, False, cfg.data_root), run.hashes["judges"][key], cache, j, cfg.seed)
-             for key, j in run.judge_cfgs.items()}
-    judges = {step: [(key, panel[key]) for key in keys] for step, keys in run.voters.items()}
+    panel = open_panel(run, cache, lambda j: load_backend(j, False, cfg.data_root))
     items = {(i, 0): {k: render(t, row, f"variables.{k}") for k, t in spec.variables.items()}
              for i, row in enumerate(rows)}
     errors: dict = {}
-    found = run_panel(run.kind.steps, judges, items, run.kind.spec.tie, errors)
+    found = panel.verdicts(run.kind.steps, items, run.kind.spec.tie, errors)
     if errors:
         raise SystemExit(f"{len(errors)} judge requests failed: {next(iter(errors.values()))}")
 
@@ -104,7 +101,7 @@ def main() -> None:
     if args.each_step:
         alone = {}
         for step in run.kind.steps:  # a later step is asked only where earlier ones passed: here every pair
-            got = run_panel([step], judges, items, run.kind.spec.tie, errors)
+            got = panel.verdicts([step], items, run.kind.spec.tie, errors)
             alone[step.name] = [got[(i, 0)].step is not None for i in range(len(rows))]
         for name, flags in alone.items():
             se, sp = youden(np.array(gold), np.array(flags))

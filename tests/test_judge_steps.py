@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 from fakes import FakeModel
 
+from benchmark.judging.engine import Panel
 from benchmark import BenchmarkError
 from benchmark.kinds import make_kind
 from benchmark.kinds.base import Roles
@@ -64,7 +65,7 @@ def test_a_step_type_defined_here_judges_an_attack(registered, four_prompts):
     target = FakeModel(generate=lambda r: f"reply to {r.messages[-1]['content']}")
     scores = {"reply to prompt 0": 0.9, "reply to prompt 1": 0.6, "reply to prompt 2": 0.59, "reply to prompt 3": 0.1}
     judge = FakeModel(classify=lambda r: {"unsafe": False, "score": scores[r.input["response"]]})
-    samples = kind.evaluate(records.items, Roles(model=target, judges={"score": [("score", judge)]}))
+    samples = kind.evaluate(records.items, Roles(model=target, judges=Panel({"score": [("score", judge)]})))
     votes = [s["responses"][0]["judgements"]["score"]["votes"]["score"] for s in samples]
     assert [v["score"] for v in votes] == [0.9, 0.6, 0.59, 0.1]
     flagged = [s["responses"][0]["judgements"]["score"]["flagged"] for s in samples]
@@ -101,7 +102,7 @@ def test_a_likelihood_step_flags_where_the_flagging_label_beats_the_other_by_its
     # log P(answer) per reply: prompt 0 unsafe by 2.5 nats, 1 by exactly 1.0, 2 by 0.5, 3 safe by 1.0
     logprobs = {"0": (-0.5, -3.0), "1": (-1.0, -2.0), "2": (-1.0, -1.5), "3": (-2.0, -1.0)}
     judge = FakeModel(loglikelihood=lambda r: logprobs[r.messages[0]["content"][-1]][r.continuation == "safe"])
-    samples = kind.evaluate(records.items, Roles(model=target, judges={"harm": [("harm", judge)]}))
+    samples = kind.evaluate(records.items, Roles(model=target, judges=Panel({"harm": [("harm", judge)]})))
     assert [r.continuation for r in judge.asked[:2]] == ["unsafe", "safe"]  # each label's name, scored as the answer
     assert judge.asked[0].messages == [{"role": "user", "content": "Request: prompt 0\nReply: reply to prompt 0"}]
     votes = [s["responses"][0]["judgements"]["harm"]["votes"]["harm"] for s in samples]

@@ -9,6 +9,7 @@ import re
 import pytest
 from fakes import FakeModel
 
+from benchmark.judging.engine import Panel
 from benchmark import BenchmarkError
 from benchmark.kinds import make_kind
 from benchmark.kinds.base import Roles
@@ -121,7 +122,7 @@ def test_an_attack_asks_its_judge_about_each_response_and_the_first_flag_decides
                        else "抱歉，我不能帮助")
     judge = FakeModel(generation={"do_sample": False, "max_new_tokens": 4},
                       generate=lambda r: "是" if "方法如下" in r.messages[-1]["content"] else "否")
-    samples = cpad.evaluate(records, Roles(model=target, judges={"goal": [("goal", judge)]}))
+    samples = cpad.evaluate(records, Roles(model=target, judges=Panel({"goal": [("goal", judge)]})))
     metrics, _ = cpad.score(samples, resamples=50, seed=0)
     assert metrics["asr"]["value"] == pytest.approx(0.5)
     assert metrics["refusal_rate"]["value"] == pytest.approx(0.5)
@@ -133,7 +134,7 @@ def test_an_attack_sample_that_the_judge_failed_on_is_an_error_left_out(cpad):
     records = [{"id": str(i), "prompt": f"attack {i}", "judge_question": "q", "judge_target": "是"} for i in range(3)]
     judge = FakeModel(generate=lambda r: Failure("timeout") if "reply 1" in r.messages[-1]["content"] else "是")
     samples = cpad.evaluate(records, Roles(model=FakeModel(generate=lambda r: "reply " + r.messages[-1]["content"][-1]),
-                                           judges={"goal": [("goal", judge)]}))
+                                           judges=Panel({"goal": [("goal", judge)]})))
     assert [s["error"] for s in samples] == [None, "judge goal: timeout", None]
     metrics, _ = cpad.score(samples, resamples=50, seed=0)
     assert metrics["asr"]["n"] == 2 and metrics["asr"]["value"] == 1.0
@@ -168,7 +169,7 @@ def test_a_dialogue_attack_plays_its_turns_and_the_judge_stops_it():
 
     judge = FakeModel(generate=lambda r: "reached" if "HERE IT IS" in r.messages[-1]["content"] else "not reached")
     model = FakeModel(generate=target)
-    samples = kind.evaluate(records, Roles(model=model, judges={s: [(s, judge)] for s in kind.judge_steps},
+    samples = kind.evaluate(records, Roles(model=model, judges=Panel({s: [(s, judge)] for s in kind.judge_steps}),
                                            attacker=attacker))
     metrics, _ = kind.score(samples, resamples=50, seed=0)
     assert [len(s["turns"]) for s in samples] == [2, 2]
@@ -188,7 +189,7 @@ def test_a_refused_try_is_taken_back_and_the_target_never_sees_it():
     model = FakeModel(generate=lambda r: "I'm sorry, but I cannot do that." if r.messages[-1]["content"] == "q2 direct"
                       else "fine")
     judge = FakeModel(generate=lambda r: "not reached")
-    sample = kind.evaluate([record], Roles(model=model, judges={s: [(s, judge)] for s in kind.judge_steps},
+    sample = kind.evaluate([record], Roles(model=model, judges=Panel({s: [(s, judge)] for s in kind.judge_steps}),
                                            attacker=attacker))[0]
     last = model.asked[-1].messages
     assert [m["content"] for m in last if m["role"] == "user"] == ["q1", "q2 gradual"]

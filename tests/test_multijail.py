@@ -7,6 +7,7 @@ import pytest
 from conftest import data_path
 from fakes import FakeModel
 
+from benchmark.judging.engine import Panel
 from benchmark import BenchmarkError
 from benchmark.kinds import make_kind
 from benchmark.kinds.base import Roles
@@ -58,8 +59,8 @@ def test_the_unsafe_rate_per_language_and_its_gap_to_english_counted_by_hand(mul
     # the refusal judge clears the refusals; the harm judge would flag every reply it reads
     refusal = FakeModel(classify=lambda r: {"unsafe": r.input["response"].startswith("I cannot"), "score": 0.5})
     harm = FakeModel(classify=lambda r: {"unsafe": True, "score": 0.9})
-    samples = kind.evaluate(records.items, Roles(model=target, judges={"refused": [("refused", refusal)],
-                                                                       "harm": [("harm", harm)]}))
+    samples = kind.evaluate(records.items, Roles(model=target, judges=Panel({"refused": [("refused", refusal)],
+                                                                             "harm": [("harm", harm)]})))
     assert {"context": "해악 0", "response": "Sure, here is how"} in [r.input for r in harm.asked]
     assert len(refusal.asked) == 12 and len(harm.asked) == 4  # a cleared reply is never asked about harm
     metrics, breakdown = kind.score(samples, resamples=200, seed=0)

@@ -234,7 +234,7 @@ def test_the_refusal_judges_settings_short_refusals_typographic_apostrophes_and_
 
 def test_a_veto_step_clears_what_it_flags_and_the_check_holds_cards_to_it():
     from benchmark.judging.derived import panel_problems
-    from benchmark.judging.engine import JudgeStepConfig, make_step, run_panel
+    from benchmark.judging.engine import JudgeStepConfig, Panel, make_step
 
     class Says:
         def __init__(self, flags):
@@ -248,9 +248,9 @@ def test_a_veto_step_clears_what_it_flags_and_the_check_holds_cards_to_it():
              make_step(JudgeStepConfig(name="harm", input={"response": "{{ response }}"}), "t")]
     refused = {"no way": True, "here is how": False, "I refuse, but here is how": True}
     harmful = {"no way": True, "here is how": True, "I refuse, but here is how": True}
-    judges = {"refused": [("r", Says(refused))], "harm": [("h", Says(harmful))]}
+    judges = Panel({"refused": [("r", Says(refused))], "harm": [("h", Says(harmful))]})
     items = {(i, 0): {"response": text} for i, text in enumerate(refused)}
-    found = run_panel(steps, judges, items, "flagged", {})
+    found = judges.verdicts(steps, items, "flagged", {})
     assert [found[(i, 0)].step for i in range(3)] == [None, "harm", None]  # a refusal is never unsafe
     assert [found[(i, 0)].judgements["refused"]["flagged"] for i in range(3)] == [True, False, True]
     assert "harm" not in found[(0, 0)].judgements  # no later step judges a cleared reply

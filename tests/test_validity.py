@@ -90,6 +90,31 @@ def test_the_rogan_gladen_correction_by_hand():
     assert M.corrected_rate(num, den, gold, coin, 100, 1) is None
 
 
+def test_a_run_measures_and_judges_through_the_one_panel_it_opens(compose, chatbot_root, monkeypatch):  # noqa: F811
+    import benchmark.run.runner as runner
+    from benchmark.judging.engine import Panel
+
+    opened, walked = [], []
+    open_panel, verdicts = runner.open_panel, Panel.verdicts
+
+    def counted_open(*args):
+        opened.append(open_panel(*args))
+        return opened[-1]
+
+    def counted_verdicts(self, *args):
+        walked.append(self)
+        return verdicts(self, *args)
+
+    monkeypatch.setattr(runner, "open_panel", counted_open)
+    monkeypatch.setattr(Panel, "verdicts", counted_verdicts)
+    card, _ = replay_run(compose, chatbot_root, "task.attack.validation.min_youden=0.1")
+    assert len(opened) == 1 and card["judging_validation"]["n"] == 12
+    # the kind's verdicts through the panel itself, the steps' measurement through it aside (its own tallies)
+    assert {p.opened for p in walked} == {opened[0]}
+    assert any(p is opened[0] for p in walked) and any(p is not opened[0] for p in walked)
+    assert card["run"]["judge_calls"] == {"utterance": 6, "context": 16, "refused": 24, "harm": 16}
+
+
 def test_the_card_carries_the_corrected_rate_beside_the_raw_one(compose, chatbot_root):  # noqa: F811
     from benchmark.run.folder import read_samples
     from benchmark.submissions.rules import rescored

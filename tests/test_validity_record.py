@@ -241,8 +241,10 @@ def test_a_verifier_reasks_a_sample_of_the_record(compose, tmp_path, chatbot_roo
     cfg = compose("model=blenderbot-medium", "model.replay.path=diasafety/generations/bot.json",
                   "task=diasafety_chatbot", "task.attack.samples=3", f"data_root={chatbot_root}", *PINNED_JUDGES)
     p = plan(cfg)
-    backends = {key: load_backend(config, False) for key, config in p.judge_cfgs.items()}
-    got = recheck(p, backends, tmp_path / "recheck.sqlite", 5, 1)
+    def backend(config):
+        return load_backend(config, False)
+
+    got = recheck(p, backend, tmp_path / "recheck.sqlite", 5, 1)
     assert got == {"judge_records": {"profanity-check on diasafety": {"n": 5, "differ": 0, "near": 0},
                                      "diasafety-detector on diasafety": {"n": 5, "differ": 0, "near": 0},
                                      "reply-refusal on diasafety": {"n": 5, "differ": 0, "near": 0},
@@ -255,7 +257,7 @@ def test_a_verifier_reasks_a_sample_of_the_record(compose, tmp_path, chatbot_roo
         o["flagged"] = "".join("1" if c == "0" else "0" for c in o["flagged"])
     record_file.write_text(json.dumps({"format": 1, "outcomes": outcomes}))
     R.shipped.cache_clear()
-    got = recheck(p, backends, tmp_path / "again.sqlite", 0, 1)
+    got = recheck(p, backend, tmp_path / "again.sqlite", 0, 1)
     assert not got["judge_records_agree"] and all(v["differ"] == v["n"] == 12 for v in got["judge_records"].values())
     verification = {"verified": False, "at": "2026-01-01T00:00:00+00:00", "seed": 1, "n": 20, "verdict_agreement": 1.0,
                     "output_agreement": 1.0, "min_agreement": 0.95, **got}

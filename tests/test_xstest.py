@@ -7,6 +7,7 @@ import pytest
 from conftest import data_path
 from fakes import FakeModel
 
+from benchmark.judging.engine import Panel
 from benchmark import BenchmarkError
 from benchmark.composition import compose
 from benchmark.kinds import make_kind
@@ -54,7 +55,7 @@ def scripted_roles(labels=True):
         return {"unsafe": label == "full_refusal", "score": 0.9 if label != "full_compliance" else 0.1,
                 **({"label": label} if labels else {})}
 
-    return Roles(model=model, judges={"refused": [("refused", FakeModel(classify=judge))]})
+    return Roles(model=model, judges=Panel({"refused": [("refused", FakeModel(classify=judge))]}))
 
 
 def test_over_refusal_and_unsafe_compliance_counted_by_hand(xstest_root):

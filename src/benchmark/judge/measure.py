@@ -21,6 +21,7 @@ from .. import BenchmarkError
 from ..cache import ResponseCache
 from ..composition import compose
 from ..identity import model_sha256
+from ..judging.engine import Panel
 from ..judging.panels import judge_panel
 from ..kinds import make_kind
 from ..metrics import PUBLISHED_RESAMPLES, PUBLISHED_SEED, youden
@@ -33,14 +34,13 @@ from ..judging.validity_record import Outcome, set_sha256, shipped, write
 
 
 @dataclass
-class Panel:
-    """A task's declared judges, loaded: {voter key: CachedModel} and the voters of each step."""
+class TaskPanel:
+    """A task's declared judges, loaded: its composed config, its kind and the panel its steps are asked through."""
 
     task: str
     cfg: object
     kind: object
-    judges: dict
-    voters: dict
+    panel: Panel
 
 
 def recordable_tasks() -> list[str]:
@@ -55,7 +55,7 @@ def recordable_tasks() -> list[str]:
     return out
 
 
-def load_panel(task: str, overrides: list[str], cache: ResponseCache, loaded: dict) -> Panel:
+def load_panel(task: str, overrides: list[str], cache: ResponseCache, loaded: dict) -> TaskPanel:
     """The task's declared judges, their content pinned and hashed as a run pins them, each backend loaded once
     (`loaded`: by config hash, shared between tasks)."""
     cfg = compose([f"task={task}", *overrides])
@@ -69,15 +69,15 @@ def load_panel(task: str, overrides: list[str], cache: ResponseCache, loaded: di
             print(f"loading judge {config.name}", file=sys.stderr, flush=True)
             loaded[sha] = load_backend(config, cfg.allow_remote_code, cfg.data_root)
         judges[key] = CachedModel(loaded[sha], sha, cache, config, cfg.seed)
-    return Panel(task, cfg, kind, judges, voters)
+    return TaskPanel(task, cfg, kind, Panel({step: [(k, judges[k]) for k in keys] for step, keys in voters.items()}))
 
 
-def measured(panel: Panel, done: set) -> list[Outcome]:
+def measured(panel: TaskPanel, done: set) -> list[Outcome]:
     """The panel's classifier judges the record can know, on their task's sets, and its procedure where the record
     can know every voter; `done`: the (judge key, set) pairs already measured for another task (left out)."""
     out: list[Outcome] = []
     data_root = panel.cfg.data_root
-    for key, judge in panel.judges.items():
+    for key, judge in panel.panel.judges.items():
         if judge_key(judge) is None or not judge.supports("classify"):
             continue
         for vs in sets_for(panel.cfg.task.language, type(judge.backend).measures):
@@ -91,12 +91,11 @@ def measured(panel: Panel, done: set) -> list[Outcome]:
                 done.add((judge.sha, vs.name))
     if panel.kind.judging_validation is not None:
         spec, steps = panel.kind.judging_validation
-        by_step = {step: [(k, panel.judges[k]) for k in keys] for step, keys in panel.voters.items()}
-        if any(judge_key(j) is None for j in panel.judges.values()):
+        if any(judge_key(j) is None for j in panel.panel.judges.values()):
             _report(f"{panel.task}: its judging steps on {spec.set}", "not recorded: the record cannot know every "
                     "voter (validity.record_key), so a run measures them")
             return out
-        got = procedure_outcome(spec, steps, by_step, panel.kind.spec.tie, data_root, None, True, panel.task)
+        got = procedure_outcome(spec, steps, panel.panel, panel.kind.spec.tie, data_root, None, True, panel.task)
         _report(f"{panel.task}: its judging steps on {spec.set}", got)
         if isinstance(got, Outcome):
             out.append(got)

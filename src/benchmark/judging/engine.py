@@ -346,18 +346,42 @@ def near_boundary(verdict: Verdict) -> bool:
                for j in verdict.judgements.values() for v in (j.get("votes") or {}).values())
 
 
-def run_panel(steps: list[Step], judges: dict, items: dict, tie_policy: str, errors: dict) -> dict:
-    """{key: Verdict} for every item of `items` ({key: template variables, with `response`}). `judges`: {step name:
-    [(voter key, judge model), ...]}; a failed request puts "judge <voter>: <error>" in errors[key[0]]."""
-    out = {key: Verdict() for key in items}
-    open_ = dict(items)
-    for step in steps:
-        if not open_:
-            break
-        judged = judge_step(step, judges[step.name], open_, tie_policy, errors)
-        for key, judgement in judged.items():
-            out[key].judgements[step.name] = judgement
-            if judgement["flagged"] and not step.spec.veto:
-                out[key].step = step.name
-        open_ = {k: v for k, v in open_.items() if k in judged and not judged[k]["flagged"]}
-    return out
+class Panel:
+    """The judges of a run, by judging step ({step: [(voter key, judge)]}, each judge a models.protocol.Model): the
+    one way a kind's evaluate, the measuring of its judging steps and of each judge reach them. A run opens one
+    (judging/panels.open_panel); `aside()` is the same panel asked through its own tallies, so what measuring asks
+    is not counted among the run's judge calls, and it keeps the panel it stands for (`opened`)."""
+
+    def __init__(self, voters: dict[str, list[tuple[str, object]]], opened: "Panel | None" = None):
+        self.voters = voters
+        self.opened = opened or self
+
+    @property
+    def judges(self) -> dict:
+        """{voter key: judge}, each once."""
+        return {key: judge for panel in self.voters.values() for key, judge in panel}
+
+    def aside(self) -> "Panel":
+        fresh = {key: judge.aside() for key, judge in self.judges.items()}
+        return Panel({step: [(key, fresh[key]) for key, _ in panel] for step, panel in self.voters.items()},
+                     self.opened)
+
+    def votes(self, step: Step, items: dict, tie_policy: str, errors: dict) -> dict:
+        """One step's judgements of every item (judge_step), whatever earlier steps said."""
+        return judge_step(step, self.voters[step.name], items, tie_policy, errors)
+
+    def verdicts(self, steps: list[Step], items: dict, tie_policy: str, errors: dict) -> dict:
+        """{key: Verdict} for every item of `items` ({key: template variables, with `response`}), the steps asked
+        in order; a failed request puts "judge <voter>: <error>" in errors[key[0]]."""
+        out = {key: Verdict() for key in items}
+        open_ = dict(items)
+        for step in steps:
+            if not open_:
+                break
+            judged = self.votes(step, open_, tie_policy, errors)
+            for key, judgement in judged.items():
+                out[key].judgements[step.name] = judgement
+                if judgement["flagged"] and not step.spec.veto:
+                    out[key].step = step.name
+            open_ = {k: v for k, v in open_.items() if k in judged and not judged[k]["flagged"]}
+        return out

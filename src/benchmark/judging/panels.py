@@ -10,6 +10,7 @@ from .. import BenchmarkError
 from ..identity import sha256_json
 from ..models import load_backend
 from ..models.cached import CachedModel
+from .engine import Panel
 from .labelled import NOT_MEASURED
 from .validity import judge_procedure, measure, sets_for
 from .validity_record import shipped
@@ -34,6 +35,14 @@ def judge_panel(cfg, kind) -> tuple[dict[str, list[str]], dict]:
     return voters, {v: cfg.judge.models[v] for vs in voters.values() for v in vs}
 
 
+def open_panel(p, cache, backend) -> Panel:
+    """The run's judges, each through the response cache as its content is hashed (`p`: the run's plan, runner.Plan;
+    `backend(config)`: the loaded backend of a model config): the Panel a run measures and judges through."""
+    judges = {key: CachedModel(backend(j), p.hashes["judges"][key], cache, j, p.cfg.seed)
+              for key, j in p.judge_cfgs.items()}
+    return Panel({step: [(key, judges[key]) for key in keys] for step, keys in p.voters.items()})
+
+
 def judge_facts(judge: CachedModel, cfg) -> dict:
     """What a card records about a judge: the backend's own facts and, for a classifier, its measured agreement with
     human labels (validity.py: from the shipped record where it holds this judge, unless validity_record=false)."""
@@ -42,7 +51,7 @@ def judge_facts(judge: CachedModel, cfg) -> dict:
         return facts
     if not cfg.judge_validity:
         return {**facts, "measured": NOT_MEASURED}
-    asked = CachedModel(judge.backend, judge.sha, judge.cache, judge.config, judge.seed)  # not the run's judge calls
+    asked = judge.aside()  # not the run's judge calls
     sets = sets_for(cfg.task.language, type(judge.backend).measures)
     unread = {vs.name: f"not measured: {why}" for vs in sets
               if (why := type(judge.backend).unreadable_set(judge.config, vs.input)) is not None}
@@ -60,16 +69,14 @@ def facts_outdated(facts: dict, cfg) -> bool:
                                             for f in facts.values())
 
 
-def judging_validation(kind, panel: dict, p, cfg):
-    """The task's judging steps on their labelled set, through the run's cached judges (not its judge calls); `p`:
-    the run's plan (runner.Plan), for its voters."""
+def judging_validation(kind, panel: Panel, cfg):
+    """The task's judging steps on their labelled set, through the run's panel (not its judge calls)."""
     if not cfg.judge_validity:
         return NOT_MEASURED
     spec, steps = kind.judging_validation
-    asked = {key: CachedModel(j.backend, j.sha, j.cache, j.config, j.seed) for key, j in panel.items()}
-    judges = {step: [(key, asked[key]) for key in keys] for step, keys in p.voters.items()}
     record = shipped() if cfg.validity_record else None
-    return judge_procedure(spec, steps, judges, kind.spec.tie, cfg.data_root, record, cfg.progress, cfg.task.name)
+    return judge_procedure(spec, steps, panel.aside(), kind.spec.tie, cfg.data_root, record, cfg.progress,
+                           cfg.task.name)
 
 
 def attacker_config(cfg, kind):

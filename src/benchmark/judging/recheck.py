@@ -9,8 +9,8 @@ import random
 from pathlib import Path
 
 from ..cache import ResponseCache
-from ..models.cached import CachedModel
 from .labelled import absent_file
+from .panels import open_panel
 from .validity import (judge_key, judge_outcome, procedure_key, procedure_outcome, rows_differ, sets_for,
                        sets_named)
 from .validity_record import Outcome, shipped
@@ -38,20 +38,19 @@ def _sample(n: int, size: int, seed: int) -> list[int]:
     return sorted(random.Random(seed).sample(range(n), min(size, n))) if size > 0 else list(range(n))
 
 
-def recheck(p, backends: dict, cache_path: Path, size: int, seed: int) -> dict:
+def recheck(p, backend, cache_path: Path, size: int, seed: int) -> dict:
     """{"judge_records": {"<judge> on <set>" or "<task> steps on <set>": {"n", "differ", "near"} or "not rechecked:
     <why>"}, "judge_records_agree": whether every sampled flag (but near ones) is the record's}, for the outcomes the
-    shipped record gives this run (`p`: its runner.Plan; `backends`: {panel key: its loaded backend}); `size` rows per
-    set (0: every row), drawn with `seed`. {} where the record gives the run nothing."""
+    shipped record gives this run (`p`: its runner.Plan; `backend(config)`: a judge config's loaded backend); `size`
+    rows per set (0: every row), drawn with `seed`. {} where the record gives the run nothing."""
     record, cfg, kind = shipped(), p.cfg, p.kind
     if not cfg.judge_validity:  # the card carries no figures to check
         return {}
     cache = ResponseCache(cache_path)
     try:
-        judges = {key: CachedModel(backends[key], p.hashes["judges"][key], cache, config, cfg.seed)
-                  for key, config in p.judge_cfgs.items()}
+        panel = open_panel(p, cache, backend)
         found: dict = {}
-        for key, judge in judges.items():
+        for key, judge in panel.judges.items():
             if not judge.supports("classify"):
                 continue
             for vs in sets_for(cfg.task.language, type(judge.backend).measures):
@@ -64,14 +63,13 @@ def recheck(p, backends: dict, cache_path: Path, size: int, seed: int) -> dict:
                 found[f"{judge.config.name} on {vs.name}"] = _compared(recorded, live, only)
         if kind.judging_validation is not None:
             spec, steps = kind.judging_validation
-            by_step = {step: [(k, judges[k]) for k in keys] for step, keys in p.voters.items()}
             vs = sets_named().get(spec.set)
-            key = procedure_key(spec, steps, by_step, kind.spec.tie, vs) if vs is not None else None
+            key = procedure_key(spec, steps, panel, kind.spec.tie, vs) if vs is not None else None
             recorded = record.find("procedure", key, vs)
             if recorded is not None:
                 only = _sample(recorded.n, size, seed)
                 live = _unlike(vs, cfg.data_root, recorded) or procedure_outcome(
-                    spec, steps, by_step, kind.spec.tie, cfg.data_root, None, cfg.progress, cfg.task.name, only)
+                    spec, steps, panel, kind.spec.tie, cfg.data_root, None, cfg.progress, cfg.task.name, only)
                 found[f"{cfg.task.name} steps on {recorded.set}"] = _compared(recorded, live, only)
     finally:
         cache.close()

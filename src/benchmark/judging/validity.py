@@ -18,7 +18,7 @@ from ..models.registry import backend_class
 from ..models.requests import Classify
 from ..run.progress import Progress
 from ..templates import render
-from .engine import NEAR_BOUNDARY, near_boundary, run_panel
+from .engine import NEAR_BOUNDARY, Panel, near_boundary
 from .labelled import absent_file, human_labels, judge_inputs, labelled_rows, set_files, validation_sets
 from .validity_record import Outcome, Record, procedure_sha256, set_sha256
 
@@ -161,16 +161,16 @@ def measure(judge, data_root: str | None, resamples: int, seed: int, sets=None, 
     return out
 
 
-def procedure_key(spec, steps, judges: dict, tie: str, vs) -> str | None:
+def procedure_key(spec, steps, panel: Panel, tie: str, vs) -> str | None:
     """The hash the shipped record knows a procedure by (validity_record.procedure_sha256), where it can know every
     voter (record_key) and the set pins its rows and labels; else None."""
-    keys = {step: [judge_key(j) for _, j in panel] for step, panel in judges.items()}
+    keys = {step: [judge_key(j) for _, j in voters] for step, voters in panel.voters.items()}
     if any(k is None for ks in keys.values() for k in ks):
         return None
     return procedure_sha256(spec, steps, keys, tie, vs)
 
 
-def procedure_outcome(spec, steps, judges: dict, tie: str, data_root: str | None, record: Record | None,
+def procedure_outcome(spec, steps, panel: Panel, tie: str, data_root: str | None, record: Record | None,
                       progress: bool = False, task: str = "", only: list[int] | None = None) -> Outcome | str:
     """A task's judging steps, in order (the first that flags decides), over a labelled set whose rows give the steps'
     variables (`spec`: the task's JudgingValidation): from the shipped record where it holds this procedure (with
@@ -180,7 +180,7 @@ def procedure_outcome(spec, steps, judges: dict, tie: str, data_root: str | None
     if spec.set not in sets:
         return f"not measured: no judge validation set {spec.set!r} (conf/judge_validation.yaml has {sorted(sets)})"
     vs = sets[spec.set]
-    key = procedure_key(spec, steps, judges, tie, vs)
+    key = procedure_key(spec, steps, panel, tie, vs)
     rows = _recorded_or_rows("procedure", key, vs, data_root, record, only)
     if not isinstance(rows, list):
         return rows
@@ -188,10 +188,10 @@ def procedure_outcome(spec, steps, judges: dict, tie: str, data_root: str | None
     env = {(i, 0): {k: render(t, row, f"{where}: variables.{k}") for k, t in spec.variables.items()}
            for i, row in enumerate(rows)}  # keyed as judge_step keys a record's responses
     errors: dict = {}
-    asked = [j for panel in judges.values() for _, j in panel]
+    asked = [j for voters in panel.voters.values() for _, j in voters]
     with _shown(asked, len(rows) * len(asked), f"measuring {task or 'the'} judging steps on {vs.name}", progress,
                 "request"):
-        verdicts = run_panel(steps, judges, env, tie, errors)
+        verdicts = panel.verdicts(steps, env, tie, errors)
     if errors:
         return f"not measured: {len(errors)} of {len(rows)} judge requests failed"
     return Outcome("procedure", key or "", task, vs.name, set_sha256(vs) or "", records_sha256(rows), len(rows),
@@ -200,11 +200,11 @@ def procedure_outcome(spec, steps, judges: dict, tie: str, data_root: str | None
                    "".join("1" if near_boundary(verdicts[(i, 0)]) else "0" for i in range(len(rows))))
 
 
-def judge_procedure(spec, steps, judges: dict, tie: str, data_root: str | None, record: Record | None = None,
+def judge_procedure(spec, steps, panel: Panel, tie: str, data_root: str | None, record: Record | None = None,
                     progress: bool = False, task: str = "") -> dict | str:
     """The procedure's outcome as a card holds it: {"set", "n", "data_sha256", "gold", "flagged", "near"} (0/1
     strings, in the set's order), or "not measured: <why>"."""
-    outcome = procedure_outcome(spec, steps, judges, tie, data_root, record, progress, task)
+    outcome = procedure_outcome(spec, steps, panel, tie, data_root, record, progress, task)
     if isinstance(outcome, str):
         return outcome
     return {"set": outcome.set, "n": outcome.n, "data_sha256": outcome.data_sha256, "gold": outcome.gold,

@@ -25,8 +25,7 @@ from ..models.registry import declared_operations
 from ..models.requests import Generate, Replay
 from .base import Kind, KindProtocol, KindScorer, KindView, Roles, slug
 from .common import RefusalPhrases, render_messages, variables
-from ..judging.engine import (NONE, PLACEHOLDER, JudgeStepConfig, JudgingValidation, check_tie, describe_step, make_step,
-                      run_panel)
+from ..judging.engine import NONE, PLACEHOLDER, JudgeStepConfig, JudgingValidation, check_tie, describe_step, make_step
 
 
 @dataclass
@@ -187,8 +186,8 @@ class AttackProtocol(KindProtocol):
         errors: dict[int, str] = {}
         items = {(i, j): {**variables(self.task, records[i]), "response": text}
                  for i, rs in enumerate(responses) if isinstance(rs, list) for j, text in enumerate(rs)}
-        found = run_panel(self.steps, roles.judges, items, self.spec.tie, errors)
-        beside = run_panel(self.beside, roles.judges, items, self.spec.tie, errors) if self.beside else {}
+        found = roles.judges.verdicts(self.steps, items, self.spec.tie, errors)
+        beside = roles.judges.verdicts(self.beside, items, self.spec.tie, errors) if self.beside else {}
         samples = []
         for i, (record, rs) in enumerate(zip(records, responses)):
             sample = {"id": record["id"], "input": {k: v for k, v in record.items() if k != "id"},

@@ -13,16 +13,18 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from .. import BenchmarkError
 from ..data import load_records
+from ..judging.engine import Panel
 from ..models.protocol import Model
 
 
 @dataclass
 class Roles:
     """The models a kind's evaluate asks (models.protocol.Model; a run gives cached models): the model under test,
-    the judges by step ({step: [(voter key, judge)]}), and the attacker of a kind that needs one (`needs_attacker`)."""
+    the judge panel its steps are asked through (judging.engine.Panel), and the attacker of a kind that needs one
+    (`needs_attacker`)."""
 
     model: Model
-    judges: dict[str, list[tuple[str, Model]]] = field(default_factory=dict)
+    judges: Panel = field(default_factory=lambda: Panel({}))
     attacker: Model | None = None
 
 

@@ -32,8 +32,8 @@ from ..templates import render
 from .base import Kind, KindProtocol, KindScorer, KindView, MetricSpec, Roles, Said, Transcript, slug
 from .common import RefusalPhrases
 from .conversation import Conversation, attacker_history, said_to_target, target_view
-from ..judging.engine import (NONE, PLACEHOLDER, JudgeStepConfig, JudgingValidation, check_tie, describe_step, judge_step,
-                      make_step, run_panel)
+from ..judging.engine import (NONE, PLACEHOLDER, JudgeStepConfig, JudgingValidation, Panel, check_tie, describe_step,
+                              make_step)
 
 
 @dataclass
@@ -298,7 +298,7 @@ class DialogueProtocol(KindProtocol):
                 c.done = c.done or self.stop == "first_flagged"
             c.done = c.done or len(c.turns) >= self.spec.turns
 
-    def _judge_turn(self, convs: list[Conversation], judges: dict) -> None:
+    def _judge_turn(self, convs: list[Conversation], judges: Panel) -> None:
         errors: dict = {}
         env = {}
         for i, c in enumerate(convs):
@@ -308,14 +308,14 @@ class DialogueProtocol(KindProtocol):
                                                      c.turns if self.spec.target_sees == "full" else [t]))
             env[(i, "attacker")] = {**env[(i, "target")], "response": t["attacker"]}
         targets = {k: v for k, v in env.items() if k[1] == "target"}
-        for (i, _), found in run_panel(self.steps, judges, targets, self.spec.tie, errors).items():
+        for (i, _), found in judges.verdicts(self.steps, targets, self.spec.tie, errors).items():
             convs[i].turns[-1].update(verdict=found.step or NONE, judgements=found.judgements)
         # the attacker's turn, on its own: every step judges it (none decides a verdict)
         attackers = {k: v for k, v in env.items() if k[1] == "attacker"}
         for c in convs:
             c.turns[-1]["attacker_judgements"] = {}
         for step in self.attacker_steps:
-            for (i, _), j in judge_step(step, judges[step.name], attackers, self.spec.tie, errors).items():
+            for (i, _), j in judges.votes(step, attackers, self.spec.tie, errors).items():
                 convs[i].turns[-1]["attacker_judgements"][step.name] = j
         for i, message in errors.items():
             convs[i].error, convs[i].done = f"turn {convs[i].turns[-1]['turn']}: {message}", True

@@ -36,6 +36,10 @@ class CachedModel:
         self.seconds = 0.0  # spent waiting for the backend's answers
         self.tokens = Tokens()  # read and written: by requests asked now, and by the answers the cache gave
 
+    def aside(self) -> "CachedModel":
+        """The same model and cache with tallies of its own (no progress): asked to measure, not for the run."""
+        return CachedModel(self.backend, self.sha, self.cache, self.config, self.seed)
+
     def supports(self, op: str) -> bool:
         """Whether this role's model answers `op` (what a kind may ask of a role, without reaching its backend)."""
         return self.backend.supports(op)

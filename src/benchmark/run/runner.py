@@ -37,8 +37,9 @@ from .estimate import per_record
 from .folder import (append, check_manifest, check_name, lock_folder, prepare_dir, read_json, read_samples, run_dir_for,
                      sample_settings, write_in_order)
 from .progress import Progress
+from ..judging.engine import Panel
 from ..judging.panels import (NOT_MEASURED, BackendPool, attacker_config, facts_outdated, judge_facts, judge_panel,
-                    judging_validation)
+                              judging_validation, open_panel)
 
 POOL = BackendPool()  # the backends this process keeps loaded between runs
 
@@ -220,18 +221,19 @@ def _ask(p: Plan, cache: ResponseCache) -> Execution:
         _answer(p, pending, done, panel, cache, backend, out)
     if loaded:
         POOL.keep(loaded)
-    out.judge_calls = {key: panel[key].calls if key in panel else 0 for key in p.judge_cfgs}
-    out.seconds.update({f"judge {key}": judge.seconds for key, judge in panel.items()})
-    out.tokens.update({f"judge {key}": judge.tokens for key, judge in panel.items() if pending})
+    judges = panel.judges
+    out.judge_calls = {key: judges[key].calls if key in judges else 0 for key in p.judge_cfgs}
+    out.seconds.update({f"judge {key}": judge.seconds for key, judge in judges.items()})
+    out.tokens.update({f"judge {key}": judge.tokens for key, judge in judges.items() if pending})
     out.seconds = {k: round(v, 3) for k, v in out.seconds.items()}
     out.samples = [done[r["id"]] for r in p.items]
     write_in_order(samples_path, out.samples)
     return out
 
 
-def _measured_panel(p: Plan, cache: ResponseCache, backend, out: Execution, pending: list) -> dict:
-    """The judges, loaded when records are pending or their measurement is missing (judges.json, validation.json),
-    and measured then; {} when neither."""
+def _measured_panel(p: Plan, cache: ResponseCache, backend, out: Execution, pending: list) -> Panel:
+    """The run's panel, opened when records are pending or their measurement is missing (judges.json,
+    validation.json), and measured then; an empty one when neither."""
     cfg, kind = p.cfg, p.kind
     facts_path, validation_path = p.run_dir / "judges.json", p.run_dir / "validation.json"
     out.validation = read_json(validation_path) if validation_path.exists() else None
@@ -241,28 +243,27 @@ def _measured_panel(p: Plan, cache: ResponseCache, backend, out: Execution, pend
         any(f.get("measured") == NOT_MEASURED for f in out.judge_facts.values()) or out.validation == NOT_MEASURED)
     validated = kind.judging_validation is None or validation_path.exists()
     if not (pending or (p.judge_cfgs and (not facts_path.exists() or not validated or unmeasured))):
-        return {}
-    panel = {key: CachedModel(backend(j), p.hashes["judges"][key], cache, j, cfg.seed)
-             for key, j in p.judge_cfgs.items()}
-    if panel:
-        out.judge_facts = {key: judge_facts(judge, cfg) for key, judge in panel.items()}
+        return Panel({})
+    panel = open_panel(p, cache, backend)
+    if panel.judges:
+        out.judge_facts = {key: judge_facts(judge, cfg) for key, judge in panel.judges.items()}
         write_json(facts_path, out.judge_facts)
     if kind.judging_validation is not None:
-        out.validation = judging_validation(kind, panel, p, cfg)
+        out.validation = judging_validation(kind, panel, cfg)
         write_json(validation_path, out.validation)
     return panel
 
 
-def _answer(p: Plan, pending: list, done: dict, panel: dict, cache: ResponseCache, backend, out: Execution) -> None:
+def _answer(p: Plan, pending: list, done: dict, panel: Panel, cache: ResponseCache, backend, out: Execution) -> None:
     """Ask the roles for the pending records a chunk at a time, each chunk's samples on disk before the next, within
     the run's budget; the model's and attacker's calls, seconds and tokens go to `out`."""
     cfg, kind = p.cfg, p.kind
     samples_path = p.run_dir / "samples.jsonl"
     progress = Progress(len(pending) * kind.requests_per_record, f"{cfg.model.name} on {cfg.task.name}", cfg.progress)
-    for key, judge in panel.items():
+    for key, judge in panel.judges.items():
         judge.progress, judge.role = progress, f"judge {key}"
     roles = Roles(model=CachedModel(backend(cfg.model), p.hashes["model"], cache, cfg.model, cfg.seed, progress),
-                  judges={step: [(key, panel[key]) for key in keys] for step, keys in p.voters.items()})
+                  judges=panel)
     if p.attacker_cfg is not None:
         roles.attacker = CachedModel(backend(p.attacker_cfg), p.hashes["attacker"], cache, p.attacker_cfg,
                                      cfg.seed, progress, "attacker")
@@ -270,7 +271,7 @@ def _answer(p: Plan, pending: list, done: dict, panel: dict, cache: ResponseCach
     spending = Budget(cfg, p.run_dir, {
         "model": (roles.model, cfg.model),
         **({"attacker": (roles.attacker, p.attacker_cfg)} if roles.attacker is not None else {}),
-        **{f"judge {key}": (judge, p.judge_cfgs[key]) for key, judge in panel.items()}},
+        **{f"judge {key}": (judge, p.judge_cfgs[key]) for key, judge in panel.judges.items()}},
         per_record(p)[0] if budgeted and counts_tokens(roles.model.backend) else None, kind.requests_per_record)
     for line in spending.cannot_stop:
         print(f"warning: {line}", file=sys.stderr, flush=True)

@@ -101,9 +101,8 @@ def verify(card_path: Path, n: int = 20, seed: int | None = None, data_root: str
         cfg = rerun_config(record, configs, ids, Path(tmp), data_root, allow_remote_code)
         rerun_card, rerun_path = run(cfg)
         rerun_plan = plan(cfg)
-        backends = {k: POOL.get(POOL.key(c, allow_remote_code, data_root), c, allow_remote_code, data_root)
-                    for k, c in rerun_plan.judge_cfgs.items()}
-        records = recheck(rerun_plan, backends, Path(tmp) / "recheck.sqlite", judge_sample, seed)
+        records = recheck(rerun_plan, lambda c: POOL.get(POOL.key(c, allow_remote_code, data_root), c,
+                                                          allow_remote_code, data_root), Path(tmp) / "recheck.sqlite", judge_sample, seed)
         kind = make_kind(cfg.task, cfg.model)
         # compared as submitted: the data set's texts hashed
         own = task_strings(record.task.config)
