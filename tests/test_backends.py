@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from benchmark import BenchmarkError
-from benchmark.models.registry import backend_class, known_backend
+from benchmark.models.registry import backend_class, backend_names, known_backend
 from benchmark.run.runner import run
 
 PLUGIN = '''
@@ -55,8 +55,69 @@ def test_a_backend_from_another_package_is_one_module_and_a_config(compose, data
     assert {s["prediction"] for s in samples} <= {"Safe", "Unsafe"}
 
 
+ENGINE = '''
+from dataclasses import dataclass
+
+from benchmark.models.base import Backend, Reach
+from benchmark.models.registry import register_backend
+
+
+@dataclass
+class ConstantSettings:
+    answer: str = "Safe"  # what it says to every conversation
+
+
+@register_backend("constant")
+class Constant(Backend):
+    """A language model that gives one answer to everything: an engine in one module, with its own settings."""
+
+    operations = frozenset({"generate"})
+    model_kind = "LLM"
+    fields = frozenset()
+    settings = ConstantSettings
+    requests_go = Reach.LOCAL
+
+    def __init__(self, cfg, data_root=None):
+        self.answer = self.own_settings(cfg).answer
+
+    def generate(self, conversations, generation, seeds=None):
+        return [self.answer for _ in conversations]
+'''
+
+
+@pytest.fixture
+def engine(tmp_path, monkeypatch):
+    """A module of its own that registers a backend with its decorator; importing it is all the suite needs."""
+    from benchmark.models import registry
+
+    (tmp_path / "constant_engine.py").write_text(ENGINE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "REGISTERED", dict(registry.REGISTERED))
+    importlib.import_module("constant_engine")
+    yield
+    sys.modules.pop("constant_engine", None)
+
+
+def test_a_backend_is_one_module_with_its_own_settings_and_runs_to_a_valid_card(compose, data_root, engine):
+    from benchmark.run.scorecard import validate
+
+    assert known_backend("constant") and "constant" in backend_names()
+    card, path = run(compose("model.name=constant-model", "model.backend=constant", "+model.args.answer=Unsafe",
+                             "limit=6", "progress=false"))
+    validate(card)
+    assert card["model"]["backend"] == "constant" and card["run"]["model_calls"] == 6
+    samples = [json.loads(line) for line in (path.parent / "samples.jsonl").read_text().splitlines()]
+    assert {s["prediction"] for s in samples} == {"Unsafe"}
+    # its settings are its own: another key, or a value of another type, is refused before anything runs
+    with pytest.raises(BenchmarkError, match=r"model constant-model: args \['colour'\] are not settings of backend "
+                                             r"constant \(answer\)"):
+        run(compose("model.name=constant-model", "model.backend=constant", "+model.args.colour=red", "limit=6"))
+    with pytest.raises(BenchmarkError, match=r"model constant-model: args.answer: Cannot convert"):
+        run(compose("model.name=constant-model", "model.backend=constant", "+model.args.answer=[a,b]", "limit=6"))
+
+
 def test_an_unknown_backend_names_the_available_ones(compose):
-    with pytest.raises(BenchmarkError, match=r"unknown backend 'nope'; available: hf, vllm, .* lm-eval:NAME"):
+    with pytest.raises(BenchmarkError, match=r"unknown backend 'nope'; available: detoxify, .*hf, .*vllm, lm-eval:NAME"):
         backend_class(compose("model.backend=nope").model)
 
 

@@ -149,7 +149,7 @@ class Recorded(Backend):
 def test_an_attack_reads_a_record_without_answers_as_unmatched_from_any_backend_that_replays(monkeypatch):
     from benchmark.models import registry
 
-    monkeypatch.setattr(registry, "BUILTIN", {**registry.BUILTIN, "recorded": "test_kind_units:Recorded"})
+    monkeypatch.setitem(registry.REGISTERED, "recorded", Recorded)
     sample = {"id": "0", "unmatched": True, "responses": [], "group": {}, "error": None}
     assert kind_of("task=cpad", "model.backend=recorded").derivation_problems(sample) == []
     assert kind_of("task=cpad").derivation_problems(sample)[0][0] == "unmatched"

@@ -211,7 +211,7 @@ def test_the_refusal_judges_settings_short_refusals_typographic_apostrophes_and_
     assert "is not a cosine" in ReplyRefusal.verdict_problem(cfg, {**said[0], "on_topic": 7})
     assert reads_english("Sure, here is how you do it") and not reads_english("Samahani, siwezi kusaidia leo")
     bad = compose(*base, "+model.args.shrot=3").model
-    with pytest.raises(BenchmarkError, match=r"args \['shrot'\] are not settings of reply-refusal"):
+    with pytest.raises(BenchmarkError, match=r"args \['shrot'\] are not settings of backend reply-refusal"):
         load_backend(bad, False)
 
     # conversation: the phrases alone decide, whatever the classifier would have found
@@ -228,8 +228,8 @@ def test_the_refusal_judges_settings_short_refusals_typographic_apostrophes_and_
     assert "leave out (args.classifier)" in ReplyRefusal.verdict_problem(chat, forged)
     assert "from the phrases alone" in ReplyRefusal.verdict_problem(chat, {**said[1], "label": "partial_refusal",
                                                                              "unsafe": False, "phrase": None})
-    with pytest.raises(BenchmarkError, match=r"args.classifier='no': give true or false"):
-        load_backend(compose(*base, "+model.args.classifier=no").model, False)
+    with pytest.raises(BenchmarkError, match=r"args.classifier: Value 'maybe' is not a valid bool"):
+        load_backend(compose(*base, "+model.args.classifier=maybe").model, False)
 
 
 def test_a_veto_step_clears_what_it_flags_and_the_check_holds_cards_to_it():

@@ -321,7 +321,7 @@ def test_a_backend_that_does_not_say_is_never_verified(compose, data_root, tmp_p
         assert "requests_go" in vars(cls) or cls.reach.__func__ is not Backend.reach.__func__, name
     _, path = run(compose("model=profanity-check", "task=diasafety"))
     out, _ = package(path.parent, tmp_path / "subs", str(data_root))
-    monkeypatch.setattr(registry, "BUILTIN", {**registry.BUILTIN, "profanity-check": "test_trust:Undeclared"})
+    monkeypatch.setitem(registry.REGISTERED, "profanity-check", Undeclared)
     with pytest.raises(BenchmarkError, match=r"the card's model \(profanity-check, backend profanity-check\) may "
                                              "call out over the network wherever its backend decides"):
         verify(out, n=2, data_root=str(data_root))

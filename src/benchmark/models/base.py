@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from enum import Enum
 
 from omegaconf import OmegaConf
 
+from .. import BenchmarkError
 from ..config import ModelConfig
 from ..identity import essential
 from .usage import TOKENIZER
@@ -33,9 +35,10 @@ class Backend:
     `operations` (some of generate, loglikelihood, classify, replay, overflow, hidden_states; an instance may narrow it, e.g. a chat
     API gives no log-likelihoods) and implements those methods.
 
-    A backend lives in the suite (models.BUILTIN), in another package that names it under the entry-point group
-    `benchmark.backends` (`[project.entry-points."benchmark.backends"] my-backend = "my_pkg.module:MyBackend"`), or is
-    any model registered in lm-eval (`backend: lm-eval:NAME`)."""
+    A backend is one module: its class registered with @register_backend("name") (models/registry.py), in this
+    folder or in any module imported before the run; another package may name it under the entry-point group
+    `benchmark.backends` (`[project.entry-points."benchmark.backends"] my-backend = "my_pkg.module:MyBackend"`); any
+    model registered in lm-eval is `backend: lm-eval:NAME`."""
 
     operations: frozenset[str] = frozenset()
     # what kind of model it runs, as the board groups models: LLM | classifier | recorded answers | other
@@ -43,8 +46,10 @@ class Backend:
     # the ModelConfig fields it reads beyond COMMON_FIELDS: a shipped config sets no other (tests/test_backends.py),
     # and a run warns of one a config or an override set (stray_fields); None (a plug-in that does not say): any
     fields: frozenset[str] | None = None
-    # the `args` keys the backend reads as its own settings (a submitted config may set them, as the serving ones)
-    own_args: frozenset[str] = frozenset()
+    # its own settings under the config's `args` (a dataclass, as a kind declares its task section): their keys (a
+    # submitted config may set them, as the serving ones) and types; a config's other args are refused. None: the
+    # args go to the engine as they are (llama_cpp.Llama's keyword arguments, lm-eval's model arguments)
+    settings: type | None = None
     # the shape of this backend's answers, part of every cached answer's key: change it when the shape changes, so
     # answers cached in the old shape are never read as the new one ("" for text answers: the model's own words)
     answer_shape: str = ""
@@ -63,6 +68,28 @@ class Backend:
     # what a classifier's flag says of a text: harm (unsafe) or refusal (the reply refuses); it is measured on the
     # labelled sets that label the same (conf/judge_validation.yaml: measures)
     measures: str = "harm"
+
+    @classmethod
+    def own_args(cls) -> frozenset[str]:
+        """The `args` keys this backend reads as its own settings."""
+        return frozenset(f.name for f in dataclasses.fields(cls.settings)) if cls.settings is not None else frozenset()
+
+    @classmethod
+    def own_settings(cls, cfg):
+        """The config's `args` as this backend's settings (an instance of `settings`, typed and defaulted); a key
+        it does not declare, or a value of another type, is an error that names it. None where it declares none."""
+        if cls.settings is None:
+            return None
+        args = OmegaConf.to_container(cfg.args, resolve=True) if OmegaConf.is_config(cfg.args) else dict(cfg.args or {})
+        unknown = sorted(set(args) - cls.own_args())
+        if unknown:
+            raise BenchmarkError(f"model {cfg.name}: args {unknown} are not settings of backend {cfg.backend} "
+                                 f"({', '.join(sorted(cls.own_args()))})")
+        try:
+            return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(cls.settings), args))
+        except Exception as e:  # omegaconf's validation error: its key, and the value's problem on its first line
+            key = getattr(e, "full_key", None) or ""
+            raise BenchmarkError(f"model {cfg.name}: args.{key}: {str(e).splitlines()[0]}") from None
 
     @classmethod
     def stray_fields(cls, cfg) -> list[str]:

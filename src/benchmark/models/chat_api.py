@@ -10,8 +10,10 @@ from .. import BenchmarkError
 from .base import Backend, Reach
 from .lmeval import LMEvalBackend, api_key
 from .usage import API
+from .registry import register_backend
 
 
+@register_backend("local-chat-completions")
 class ChatAPI(LMEvalBackend):
     operations = frozenset({"generate"})  # a chat API gives no log-likelihoods or context length
     fields = frozenset({"base_url", "served_model", "api_key_env", "num_concurrent", "max_retries", "retry_wait",

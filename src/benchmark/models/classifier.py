@@ -17,6 +17,7 @@ from .base import Backend, Reach, above_threshold
 from .encoders import (DELTA, TrainedFolder, load_classifier, load_tokenizer, logits_of, softmax, tokenize,
                        weights_sha256)
 from .usage import TOKENIZER, Usage
+from .registry import register_backend
 
 MANIFEST = "judge.json"  # written beside the members' weights: settings, members, threshold, validation figures
 EVALUATION = "evaluation.json"  # written by `evaluate`: the judge's figures on its set's test rows
@@ -106,6 +107,7 @@ class Classifier:
         return np.mean([np.mean(g, axis=0) for g in groups.values()], axis=0)  # one vote per encoder, as trained
 
 
+@register_backend("trained-classifier")
 class TrainedClassifier(TrainedFolder, Backend):
     """Its content: the manifest and the members' deltas (TrainedFolder)."""
 

@@ -24,6 +24,7 @@ from ..paths import judge_folder
 from .base import Backend, Reach
 from .encoders import Pair, TrainedFolder, load_classifier, load_tokenizer, logits_of, softmax, tokenize
 from .usage import TOKENIZER, Usage
+from .registry import register_backend
 
 # The five released categories, in the paper's order (Sensitive Topic Continuation is not in the released data).
 CATEGORIES = ["Offending User", "Risk Ignorance", "Unauthorized Expertise", "Toxicity Agreement", "Biased Opinion"]
@@ -126,6 +127,7 @@ class Detector:
         return probs[rows, idx, 1]
 
 
+@register_backend("diasafety-detector")
 class DiaSafetyDetector(TrainedFolder, Backend):
     """Its content: the manifest and the members' deltas (TrainedFolder)."""
 

@@ -12,8 +12,10 @@ from pathlib import Path
 from .. import BenchmarkError
 from .base import CLASSIFIER_FIELDS, Backend, Reach, above_threshold, utterance_texts
 from .weights import local_weights
+from .registry import register_backend
 
 
+@register_backend("detoxify")
 class DetoxifyBackend(Backend):
     model_kind = "classifier"
     fields = CLASSIFIER_FIELDS | {"pretrained", "device"}

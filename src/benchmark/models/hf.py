@@ -6,8 +6,10 @@ from __future__ import annotations
 from .generation import PrefixCachedGenerator, request_seed
 from .base import Reach
 from .lmeval import LocalWeights
+from .registry import register_backend
 
 
+@register_backend("hf")
 class HF(LocalWeights):
     operations = LocalWeights.operations | {"hidden_states"}
     requests_go = Reach.LOCAL

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from .. import BenchmarkError
 from .base import Backend, Reach
+from .registry import register_backend
 
 
+@register_backend("keywords")
 class Keywords(Backend):
     model_kind = "classifier"
     fields = frozenset({"phrases", "input"})

@@ -28,6 +28,7 @@ from .generation import request_seed
 from .chat import prompt_text
 from .usage import counted
 from .weights import FromWeights, check_gguf_file, locate
+from .registry import register_backend
 
 MIN_TAIL = 2  # prompt tokens evaluated anew after a reused prefix (LlamaCpp._keep_a_tail)
 MAX_DEFAULT_CONTEXT = 8192  # llama.cpp allocates the whole key/value cache at load: 32k tokens cost ~1 GB at 1.5B
@@ -72,6 +73,7 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+@register_backend("llama-cpp")
 class LlamaCpp(FromWeights):
     model_kind = "LLM"
     fields = WEIGHTS_FIELDS  # dtype and device: read once model.backend=hf switches the engine

@@ -30,6 +30,7 @@ from . import load_backend
 from .base import Backend, Reach, above_threshold
 from .encoders import TrainedFolder
 from .usage import TOKENIZER, Usage
+from .registry import register_backend
 
 MANIFEST = "probe.json"
 HEAD = "head.safetensors"
@@ -134,6 +135,7 @@ class Probe:
         return ((features - h["mean"]) / h["scale"]) @ h["weight"] + float(h["bias"][0])
 
 
+@register_backend("llm-probe")
 class LLMProbe(TrainedFolder, Backend):
     """Its content: the manifest, which pins the base model's weights by sha256, and the head (TrainedFolder)."""
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from .. import BenchmarkError
 from ..identity import file_sha256, sha256_json
 from .base import CLASSIFIER_FIELDS, Backend, Reach, above_threshold, utterance_texts
+from .registry import register_backend
 
 _INPUTS = ("response", "context+response")
 
@@ -23,6 +24,7 @@ def _package_sha256() -> str:
     return sha256_json({"version": importlib.metadata.version("alt-profanity-check"), "files": files})
 
 
+@register_backend("profanity-check")
 class ProfanityCheck(Backend):
     model_kind = "classifier"
     fields = CLASSIFIER_FIELDS

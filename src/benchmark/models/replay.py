@@ -14,12 +14,14 @@ from ..data import data_file, load_rows, record_id
 from ..identity import file_sha256
 from ..templates import render
 from .base import Backend, Reach
+from .registry import register_backend
 
 
 def normalise(text) -> str:
     return " ".join(str(text).split()).lower()
 
 
+@register_backend("replay")
 class Replay(Backend):
     model_kind = "recorded answers"
     fields = frozenset({"replay"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .. import BenchmarkError
 from .base import Reach
 from .lmeval import LocalWeights
+from .registry import register_backend
 
 VLLM_MISSING = (
     "model {name}: backend vllm needs the `vllm` package, which is not installed here. Install it on a machine with "
@@ -13,6 +14,7 @@ VLLM_MISSING = (
 )
 
 
+@register_backend("vllm")
 class VLLM(LocalWeights):
     requests_go = Reach.LOCAL
     chunk_size = 1024  # vLLM batches many requests at once on a GPU: big chunks keep it busy

@@ -135,6 +135,7 @@ def plan(cfg, pin: bool = True) -> Plan:
     voters, judge_cfgs = judge_panel(cfg, kind)
     attacker_cfg = attacker_config(cfg, kind)
     for config in (model_cfg, *judge_cfgs.values(), *([attacker_cfg] if attacker_cfg is not None else [])):
+        backend_class(config).own_settings(config)  # a setting it does not declare, or of another type, is refused
         stray = backend_class(config).stray_fields(config)
         if stray:  # an engine swapped by an override often leaves the other engine's settings: said, not refused
             print(f"warning: model {config.name}: backend {config.backend} does not read "
