@@ -113,7 +113,8 @@ def _graph() -> dict[str, set[str]]:
 # the package's floors, bottom to top (docs/architecture.md draws them): a module imports only from its own floor
 # and those below it
 # the judging wing (judging/) is one folder whose modules stand on the floors of what they read: the labelled sets
-# with the foundations, the step engine with the kinds, panels and measuring with the run
+# with the foundations, the step engine with the kinds, panels and measuring with the run, the checks of a submitted
+# card's votes and judge figures with the submissions
 FLOORS = (
     ("benchmark", "benchmark.paths", "benchmark.files", "benchmark.text", "benchmark.templates", "benchmark.config",
      "benchmark.identity", "benchmark.safe_yaml", "benchmark.composed", "benchmark.data", "benchmark.judging",
@@ -123,7 +124,7 @@ FLOORS = (
     ("benchmark.composition",),
     ("benchmark.run", "benchmark.judging.panels", "benchmark.judging.validity", "benchmark.judging.validity_record",
      "benchmark.judging.recheck"),
-    ("benchmark.submissions",),
+    ("benchmark.submissions", "benchmark.judging.card_votes", "benchmark.judging.card_figures"),
     ("benchmark.judge",),
     ("benchmark.cli", "benchmark.__main__", "benchmark.submit"),
 )

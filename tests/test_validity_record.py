@@ -151,7 +151,7 @@ def test_a_run_reads_the_record_and_its_card_is_the_measured_one(compose, tmp_pa
 def test_validation_holds_a_cards_figures_and_flags_to_the_record(compose, tmp_path, chatbot_root,  # noqa: F811
                                                                    chatbot_set, record_file):
     from benchmark.judge.measure import measure
-    from benchmark.submissions.measured import record_problems
+    from benchmark.judging.card_figures import record_problems
     from benchmark.run.card_record import ScoreCard
     from benchmark.submissions.rules import _kind
 

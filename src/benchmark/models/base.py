@@ -70,21 +70,16 @@ class Backend:
     measures: str = "harm"
 
     @classmethod
-    def own_args(cls) -> frozenset[str]:
-        """The `args` keys this backend reads as its own settings."""
-        return frozenset(f.name for f in dataclasses.fields(cls.settings)) if cls.settings is not None else frozenset()
-
-    @classmethod
     def own_settings(cls, cfg):
         """The config's `args` as this backend's settings (an instance of `settings`, typed and defaulted); a key
         it does not declare, or a value of another type, is an error that names it. None where it declares none."""
         if cls.settings is None:
             return None
         args = OmegaConf.to_container(cfg.args, resolve=True) if OmegaConf.is_config(cfg.args) else dict(cfg.args or {})
-        unknown = sorted(set(args) - cls.own_args())
+        unknown = sorted(set(args) - settings_keys(cls))
         if unknown:
             raise BenchmarkError(f"model {cfg.name}: args {unknown} are not settings of backend {cfg.backend} "
-                                 f"({', '.join(sorted(cls.own_args()))})")
+                                 f"({', '.join(sorted(settings_keys(cls)))})")
         try:
             return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(cls.settings), args))
         except Exception as e:  # omegaconf's validation error: its key, and the value's problem on its first line
@@ -194,6 +189,11 @@ class Backend:
 
     def supports(self, op: str) -> bool:
         return op in self.operations
+
+
+def settings_keys(cls: type[Backend]) -> frozenset[str]:
+    """The `args` keys a backend class reads as its own settings (its `settings` dataclass's fields)."""
+    return frozenset(f.name for f in dataclasses.fields(cls.settings)) if cls.settings is not None else frozenset()
 
 
 def utterance_texts(inputs: list[dict], mode: str) -> list[str]:

@@ -10,7 +10,7 @@ import importlib
 from pathlib import Path
 
 from .. import BenchmarkError
-from .base import Backend
+from .base import Backend, settings_keys
 
 REGISTERED: dict[str, type[Backend]] = {}  # registered in this process (an imported module's decorator)
 
@@ -98,7 +98,7 @@ def declared_operations(name) -> frozenset[str]:
 def own_args(name) -> frozenset[str]:
     """The `args` keys backend NAME reads as its own settings (none for a backend not installed here)."""
     cls = _installed(name)
-    return cls.own_args() if cls is not None else frozenset()
+    return settings_keys(cls) if cls is not None else frozenset()
 
 
 def backend_class(cfg) -> type[Backend]:

@@ -36,12 +36,12 @@ from . import checked
 from .base import CARD_SUFFIX, KEY_NAME, MAX_BOOTSTRAP, SAMPLES_SUFFIX, Problem, TaskEntry, task_registry
 from .checked import CheckStore, Given
 from .configs import check_model_config, full_config, model_config_node
-from .measured import record_problems
+from ..judging.card_figures import record_problems
 from .privacy import private_values
 from .samples import DATA_KEYS, read_samples
 from .signing import verification_problems
 from .usage import usage_problems
-from .votes import Votes, voter_problems
+from ..judging.card_votes import Votes, voter_problems
 
 DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3}|\.\d{6})?(?:Z|[+-]\d{2}:\d{2})")
 

@@ -6,10 +6,10 @@ themselves say (that the classifier gave that score) rests on `submit verify`, w
 
 from __future__ import annotations
 
-from ..judging.engine import STEPS
+from .engine import STEPS
 from ..models.registry import backend_class
 from ..run.card_record import ScoreCard
-from .configs import model_config_node
+from ..submissions.configs import model_config_node
 
 # what judging/engine.py records of a vote: a classifier's flag, score and margin; a question's answer and label; a
 # likelihood step's log-likelihood per label and its margin over the threshold

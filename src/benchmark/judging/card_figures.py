@@ -10,11 +10,11 @@ from __future__ import annotations
 import functools
 
 from ..identity import model_sha256
-from ..judging.validity import figures, record_key, sets_named
-from ..judging.validity_record import Outcome, procedure_sha256, shipped
+from .validity import figures, record_key, sets_named
+from .validity_record import Outcome, procedure_sha256, shipped
 from ..run.card_record import JudgingValidation, ScoreCard
-from .base import Problem
-from .configs import model_config_node
+from ..submissions.base import Problem
+from ..submissions.configs import model_config_node
 
 
 @functools.lru_cache(maxsize=256)
