@@ -118,7 +118,7 @@ def _graph() -> dict[str, set[str]]:
 FLOORS = (
     ("benchmark", "benchmark.paths", "benchmark.files", "benchmark.text", "benchmark.templates", "benchmark.config",
      "benchmark.identity", "benchmark.safe_yaml", "benchmark.composed", "benchmark.data", "benchmark.judging",
-     "benchmark.judging.labelled", "benchmark.metrics", "benchmark.cache"),
+     "benchmark.judging.labelled", "benchmark.metrics", "benchmark.cache", "benchmark.progress"),
     ("benchmark.models",),
     ("benchmark.kinds", "benchmark.judging.engine", "benchmark.judging.derived", "benchmark.judging.parsing"),
     ("benchmark.composition",),

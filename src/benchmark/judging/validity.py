@@ -16,7 +16,7 @@ from ..data import local_file
 from ..identity import records_sha256, sha256_json
 from ..models.registry import backend_class
 from ..models.requests import Classify
-from ..run.progress import Progress
+from ..progress import Progress
 from ..templates import render
 from .engine import NEAR_BOUNDARY, Panel, near_boundary
 from .labelled import absent_file, human_labels, judge_inputs, labelled_rows, set_files, validation_sets

@@ -36,7 +36,7 @@ from .collector import long_lived
 from .estimate import per_record
 from .folder import (append, check_manifest, check_name, lock_folder, prepare_dir, read_json, read_samples, run_dir_for,
                      sample_settings, write_in_order)
-from .progress import Progress
+from ..progress import Progress
 from ..judging.engine import Panel
 from ..judging.panels import (NOT_MEASURED, BackendPool, attacker_config, facts_outdated, judge_facts, judge_panel,
                               judging_validation, open_panel)

@@ -15,7 +15,7 @@ from .. import BenchmarkError
 from ..files import unportable
 from ..identity import sha256_json
 from ..run.card_record import ScoreCard, parsed
-from ..run.progress import Progress
+from ..progress import Progress
 from . import checked
 from .base import (CARD_SUFFIX, FOLDER, MAX_CARD_BYTES, MAX_FILES, MODEL_FILE, SAMPLES_SUFFIX, SUBMISSIONS_DIR, Problem,
                    TaskEntry, capped, name_key, task_registry)
