@@ -59,7 +59,7 @@ def test_evaluate_runs_from_python_and_records_what_was_asked(tmp_path, data_roo
 def test_progress_counts_requests_as_they_are_answered(compose, data_root, monkeypatch, tmp_path):
     """Every request the model under test answers moves the bar as it comes (not a chunk of records at a time); the
     judges' are counted beside it; planned requests a run will not make leave the total."""
-    from benchmark.run import progress as P
+    from benchmark import progress as P
     from benchmark.run.runner import run
 
     updates, bars = [], []
