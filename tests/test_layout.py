@@ -117,7 +117,7 @@ def _graph() -> dict[str, set[str]]:
 # card's votes and judge figures with the submissions
 FLOORS = (
     ("benchmark", "benchmark.paths", "benchmark.files", "benchmark.text", "benchmark.templates", "benchmark.config",
-     "benchmark.identity", "benchmark.safe_yaml", "benchmark.composed", "benchmark.data", "benchmark.judging",
+     "benchmark.identity", "benchmark.safe_yaml", "benchmark.compose_cache", "benchmark.data", "benchmark.judging",
      "benchmark.judging.labelled", "benchmark.metrics", "benchmark.cache", "benchmark.progress"),
     ("benchmark.models",),
     ("benchmark.kinds", "benchmark.judging.engine", "benchmark.judging.derived", "benchmark.judging.parsing"),

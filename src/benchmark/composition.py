@@ -1,6 +1,6 @@
 """Composition, above the kinds: the task and run schemas (the common records of config.py with every registered kind's
 section), and the run config as `python -m benchmark OVERRIDES` composes it, checked file by file before Hydra reads
-any of them, kept once composed (composed.py)."""
+any of them, kept once composed (compose_cache.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import field
 from typing import Optional
 
-from . import composed
+from . import compose_cache
 from .config import RunBase, TaskBase
 from .kinds import registered
 from .paths import CONF_DIR
@@ -56,24 +56,24 @@ def register() -> None:
 
 def compose(overrides: list[str] | tuple[str, ...] = (), config_name: str = "config", keep: bool = True):
     """The run config as `python -m benchmark OVERRIDES` composes it, for code that runs the suite in-process. The
-    run config is composed by Hydra once per set of inputs, then read back (composed.py); `keep=False`: overrides
+    run config is composed by Hydra once per set of inputs, then read back (compose_cache.py); `keep=False`: overrides
     that name a throwaway folder, whose config no later call asks for, are not kept."""
     files = config_files(search_path_folders(list(overrides)))
     if config_name != "config":
         files.check()
         return _hydra_compose(list(overrides), config_name)
-    key = composed.key(list(overrides), files.sha256, run_schema())
-    cfg = composed.read(key, run_schema())  # kept only once these very files had passed the checks
+    key = compose_cache.key(list(overrides), files.sha256, run_schema())
+    cfg = compose_cache.read(key, run_schema())  # kept only once these very files had passed the checks
     if cfg is None:
         files.check()  # every config file, before Hydra reads any of them
         cfg = _hydra_compose(list(overrides), config_name)
         if keep:
-            composed.keep(key, cfg)
+            compose_cache.keep(key, cfg)
     return cfg
 
 
 def _hydra_compose(overrides: list[str], config_name: str):
-    # Hydra is imported only here and in register: a run composed before is read back without it (composed.py),
+    # Hydra is imported only here and in register: a run composed before is read back without it (compose_cache.py),
     # and importing it costs about 0.4 s of the start (benchmarks/startup.py)
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir

@@ -123,7 +123,7 @@ def load(path: Path, aliases: bool = True, max_bytes: int = MAX_BYTES) -> Any:
 @dataclass(frozen=True)
 class ConfigFiles:
     """The *.yaml files under the config search path, read once: each file's place and text, and the sha256 of them
-    all, which names what a composition read (composed.py)."""
+    all, which names what a composition read (compose_cache.py)."""
 
     texts: tuple[tuple[Path, str], ...]
     sha256: str

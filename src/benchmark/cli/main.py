@@ -100,7 +100,7 @@ TOOLS = ("list", "view", "export")
 def _single(argv: list[str]) -> int | None:
     """A plain run (overrides only, no Hydra flag such as --multirun or --cfg): composed once with Hydra's compose
     API, as in-process callers compose (@hydra.main composes twice), or read back where the same inputs composed it
-    before (composed.py); None for anything else, which goes to Hydra."""
+    before (compose_cache.py); None for anything else, which goes to Hydra."""
     if any(a.startswith("-") for a in argv):
         return None
     import logging
