@@ -36,10 +36,16 @@ def scripted(tmp_path):
     replies += [{"key": a, "reply": t} for s in seeds for a, t in SCRIPT[s][1:]]
     (root / "seeds" / "target.json").write_text(json.dumps(replies))
     files = {
+        # toxicchat with fixed judges of target turns: toxic on its own, then unsafe given the attacker's message
         "task/scripted.yaml": {
-            "defaults": ["toxicchat", "_self_"], "name": "scripted",
+            "defaults": ["toxicchat", {"override /judge@_global_.judge": "scripted"}, "_self_"], "name": "scripted",
             "dialogue": {"turns": 3, "seeds": [{"name": "custom", "data": {"path": "seeds/custom.json"},
-                                                "text": "{{ text }}"}]}},
+                                                "text": "{{ text }}"}],
+                         "judges": [{"name": "utterance", "input": {"response": "{{ response }}"}},
+                                    {"name": "context", "input": {"context": "{{ attacker }}",
+                                                                  "response": "{{ response }}"}}]}},
+        "judge/scripted.yaml": {"name": "scripted-judges", "models": {
+            name: {"name": name, "backend": "keywords", "phrases": ["x"]} for name in ("utterance", "context")}},
         "attacker/scripted.yaml": {"name": "scripted-attacker", "backend": "replay", "replay": {
             "path": "seeds/attack.json", "id_field": "id", "output": "{{ turns | json }}"}},
         "model/scripted-target.yaml": {"name": "scripted-target", "backend": "replay", "replay": {
@@ -226,21 +232,14 @@ def test_a_cards_turns_are_recalled_as_each_side_was_asked(scripted, tiny_model)
     assert not any(isinstance(a, Failure) for a in answers.values())
 
 
-def test_a_cards_judges_may_answer_the_attacker_steps(scripted, monkeypatch):
-    """A step that judges attacker turns alone, under a name no target step has, is a step a card's judges entries
-    may name, with what the task says of it."""
-    import yaml as pyyaml
+def test_a_cards_judges_may_answer_attacker_steps_and_beside_steps():
+    """toxicchat judges its target turns with the judges of replies and its attacker turns with the toxicity
+    classifier; diasafety_chatbot's reply judges decide nothing beside its panel: each is a step a card's judges
+    entries may name, with what the task says of it."""
+    from benchmark.submissions.rules import _steps
 
-    from benchmark.composition import compose
-    from benchmark.kinds import make_kind
-    from benchmark.run.runner import _plain_task
-    from benchmark.submissions import rules
-
-    tmp_path, root, conf = scripted
-    (conf / "task" / "alone.yaml").write_text(pyyaml.safe_dump({
-        "defaults": ["scripted", "_self_"], "name": "alone",
-        "dialogue": {"attacker_judges": [{"name": "alone", "input": {"response": "{{ response }}"}}]}}))
-    cfg = compose([f"hydra.searchpath=[file://{conf}]", "task=alone", "model=scripted-target"])
-    monkeypatch.setattr(rules, "_kind", lambda card: make_kind(_plain_task(cfg.task), cfg.model))
-    steps = rules._steps({})
-    assert list(steps) == ["utterance", "context", "alone"] and all(s["sees"] == "turn" for s in steps.values())
+    model = {"name": "m", "backend": "replay"}
+    toxicchat = _steps({"task": {"name": "toxicchat"}, "model": {"config": model}})
+    assert list(toxicchat) == ["refused", "harm", "utterance"] and all(s["sees"] == "turn" for s in toxicchat.values())
+    assert list(_steps({"task": {"name": "diasafety_chatbot"}, "model": {"config": model}})) == [
+        "utterance", "context", "refused", "harm"]

@@ -1,5 +1,5 @@
 """Kind `dialogue_attack`: an attacker model opens with a seed sentence and converses with the target for up to N
-turns, steering it toward a toxic reply (Chen et al., RAID 2023), or toward a goal a question judge decides is
+turns, steering it toward a toxic reply (Chen et al., RAID 2023), or toward a goal its judges decide is
 reached. Judges score every target turn (in context, or on the whole conversation so far) and every attacker turn on
 its own. The strategies are options of the task file: what the attacker sees (the replies, or feedback rendered from
 their judging: PAIR), what the target sees (the conversation, or each try alone), and backtracking of refused tries
