@@ -236,10 +236,15 @@ def test_a_cards_judges_may_answer_attacker_steps_and_beside_steps():
     """toxicchat judges its target turns with the judges of replies and its attacker turns with the toxicity
     classifier; diasafety_chatbot's reply judges decide nothing beside its panel: each is a step a card's judges
     entries may name, with what the task says of it."""
+    from types import SimpleNamespace
+
     from benchmark.submissions.rules import _steps
 
-    model = {"name": "m", "backend": "replay"}
-    toxicchat = _steps({"task": {"name": "toxicchat"}, "model": {"config": model}})
+    def card(task):  # what _steps reads of a card's record: its task's name and its model's config
+        return SimpleNamespace(task=SimpleNamespace(name=task),
+                               model=SimpleNamespace(config={"name": "m", "backend": "replay"}))
+
+    toxicchat = _steps(card("toxicchat"))
     assert list(toxicchat) == ["refused", "harm", "utterance"] and all(s["sees"] == "turn" for s in toxicchat.values())
-    assert list(_steps({"task": {"name": "diasafety_chatbot"}, "model": {"config": model}})) == [
+    assert list(_steps(card("diasafety_chatbot"))) == [
         "utterance", "context", "refused", "harm"]
