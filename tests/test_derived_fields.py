@@ -155,9 +155,9 @@ def test_a_dialogues_activation_and_trigger_are_derived_from_its_turns(tmp_path)
     assert any(": activated_turn: None is not what the turns give" in p for p in problems(folder))
 
     folder = published(tmp_path / "again", "smollm2-135m-instruct", "toxicchat")
-    forge(folder, "toxicchat", lambda ss, card: [{**s, "trigger_flagged": False} if s["activated_turn"] else s
-                                                 for s in ss])
-    assert any(": trigger_flagged: False is not what the turns give: True" in p for p in problems(folder))
+    forge(folder, "toxicchat", lambda ss, card: [{**s, "trigger_flagged": not s["trigger_flagged"]}
+                                                 if s["activated_turn"] else s for s in ss])
+    assert any(": trigger_flagged: True is not what the turns give: False" in p for p in problems(folder))
 
 
 def test_turns_invented_beyond_the_budget_are_rejected(tmp_path):
