@@ -197,7 +197,7 @@ def test_a_classifier_on_a_task_with_its_own_labels(compose, tmp_path, mapped):
 def test_each_backend_declares_its_kind_and_the_fields_its_shipped_configs_set(compose):
     """Every shipped model, judge and attacker config sets only fields its backend declares it reads, and the kind
     of model the board shows comes from the backend's own declaration."""
-    from benchmark.models.registry import BUILTIN, backend_class, model_kind
+    from benchmark.models.registry import backend_class, builtin, model_kind
     from benchmark.paths import CONF_DIR
 
     configs = [compose(f"model={p.stem}").model for p in sorted((CONF_DIR / "model").glob("*.yaml"))]
@@ -208,7 +208,7 @@ def test_each_backend_declares_its_kind_and_the_fields_its_shipped_configs_set(c
             if backend_class(c).stray_fields(c)] == []
     swapped = compose("model=profanity-check", "model.backend=keywords", "model.phrases=[x]", "model.threshold=0.3").model
     assert backend_class(swapped).stray_fields(swapped) == ["threshold"]
-    assert {name: model_kind(name) for name in BUILTIN} == {
+    assert {name: model_kind(name) for name in builtin()} == {
         "hf": "LLM", "vllm": "LLM", "local-chat-completions": "LLM", "llama-cpp": "LLM", "profanity-check": "classifier",
         "detoxify": "classifier", "diasafety-detector": "classifier", "trained-classifier": "classifier",
         "reply-refusal": "classifier",

@@ -6,6 +6,7 @@ another installed package's under the entry-point group `benchmark.backends`; an
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 from pathlib import Path
 
@@ -28,9 +29,11 @@ def register_backend(name: str):
     return register
 
 
-def _declared_here() -> dict[str, str]:
+@functools.cache
+def builtin() -> dict[str, str]:
     """The suite's own backends, name -> "module:Class": each class in this folder decorated with
-    @register_backend("name"), read from the source, by name."""
+    @register_backend("name"), read from the source, by name, once per process and only when a name is looked up
+    (reading the sources takes tens of milliseconds, which a command that looks up no backend should not pay)."""
     found = {}
     for path in sorted(Path(__file__).parent.glob("*.py")):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
@@ -41,7 +44,6 @@ def _declared_here() -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
-BUILTIN = _declared_here()
 ENTRY_POINTS = "benchmark.backends"
 LMEVAL_PREFIX = "lm-eval:"  # lm-eval:NAME: the model lm-eval registered as NAME
 REGISTERED_IN_LMEVAL = "benchmark.models.lmeval:RegisteredInLMEval"
@@ -55,19 +57,19 @@ def plugins() -> dict[str, str]:
 
 def known_backend(name) -> bool:
     """A backend name a config may use (lm-eval:NAME is resolved when it loads: lm-eval's registry is heavy)."""
-    return isinstance(name, str) and (name in REGISTERED or name in BUILTIN or name in plugins() or (
+    return isinstance(name, str) and (name in REGISTERED or name in builtin() or name in plugins() or (
         name.startswith(LMEVAL_PREFIX) and len(name) > len(LMEVAL_PREFIX)))
 
 
 def backend_names() -> list[str]:
-    return [*BUILTIN, *sorted(set(REGISTERED) - set(BUILTIN)), *sorted(plugins()), f"{LMEVAL_PREFIX}NAME"]
+    return [*builtin(), *sorted(set(REGISTERED) - set(builtin())), *sorted(plugins()), f"{LMEVAL_PREFIX}NAME"]
 
 
 def _target(name) -> str | None:
     """The "module:Class" a backend name resolves to (lm-eval:NAME: lm-eval's, through RegisteredInLMEval)."""
     if name in REGISTERED:
         return f"{REGISTERED[name].__module__}:{REGISTERED[name].__qualname__}"
-    return BUILTIN.get(name) or plugins().get(name) or (REGISTERED_IN_LMEVAL if known_backend(name) else None)
+    return builtin().get(name) or plugins().get(name) or (REGISTERED_IN_LMEVAL if known_backend(name) else None)
 
 
 def _installed(name) -> type[Backend] | None:
@@ -124,4 +126,4 @@ def reads_gguf(name) -> bool:
 
 
 def gguf_backends() -> list[str]:
-    return [name for name in BUILTIN if reads_gguf(name)]
+    return [name for name in builtin() if reads_gguf(name)]
