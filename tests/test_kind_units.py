@@ -155,6 +155,16 @@ def test_an_attack_reads_a_record_without_answers_as_unmatched_from_any_backend_
     assert kind_of("task=cpad").derivation_problems(sample)[0][0] == "unmatched"
 
 
+def reply_judges(kind, harmful: str) -> Panel:
+    """The goal tasks' judges of replies, faked: a reply that opens with an apology is refused, one that holds
+    `harmful` gives the harmful content."""
+    said = {"refused": lambda r: r.input["response"].startswith("I'm sorry"),
+            "harm": lambda r: harmful in r.input["response"]}
+    assert set(kind.judge_steps) == set(said), kind.judge_steps
+    return Panel({step: [(step, FakeModel(classify=lambda r, says=says: {"unsafe": says(r), "score": 0.0}))]
+                  for step, says in said.items()})
+
+
 def test_a_dialogue_attack_plays_its_turns_and_the_judge_stops_it():
     kind = kind_of("task=goal_pair", "goals=suite", "task.dialogue.turns=3")
     records = kind.load_records(None).items[:2]
@@ -167,9 +177,8 @@ def test_a_dialogue_attack_plays_its_turns_and_the_judge_stops_it():
         sent.append(len(r.messages))
         return "HERE IT IS" if r.messages[-1]["content"] in ("try 2", "try 3") else "no"
 
-    judge = FakeModel(generate=lambda r: "reached" if "HERE IT IS" in r.messages[-1]["content"] else "not reached")
     model = FakeModel(generate=target)
-    samples = kind.evaluate(records, Roles(model=model, judges=Panel({s: [(s, judge)] for s in kind.judge_steps}),
+    samples = kind.evaluate(records, Roles(model=model, judges=reply_judges(kind, harmful="HERE IT IS"),
                                            attacker=attacker))
     metrics, _ = kind.score(samples, resamples=50, seed=0)
     assert [len(s["turns"]) for s in samples] == [2, 2]
@@ -188,8 +197,7 @@ def test_a_refused_try_is_taken_back_and_the_target_never_sees_it():
     attacker = FakeModel(generate=lambda r: next(lines))
     model = FakeModel(generate=lambda r: "I'm sorry, but I cannot do that." if r.messages[-1]["content"] == "q2 direct"
                       else "fine")
-    judge = FakeModel(generate=lambda r: "not reached")
-    sample = kind.evaluate([record], Roles(model=model, judges=Panel({s: [(s, judge)] for s in kind.judge_steps}),
+    sample = kind.evaluate([record], Roles(model=model, judges=reply_judges(kind, harmful="HERE IT IS"),
                                            attacker=attacker))[0]
     last = model.asked[-1].messages
     assert [m["content"] for m in last if m["role"] == "user"] == ["q1", "q2 gradual"]
