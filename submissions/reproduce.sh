@@ -18,7 +18,9 @@
 # diasafety 19 and kosbi 56, need llama-cpp), Qwen-1.5B's about eleven on llama.cpp (ricota 48 minutes, diasafety 47,
 # goal_direct_multijail 44, toxicchat 91, diasafety_chatbot_k1 91, safetybench_zh about 60, kosbi 80 and
 # multijail_en_zh_ko_sw about 160: 155 answering, 2 judging; on one core each beside another run) and its attack on
-# SmolLM2 (toxicchat_qwen_attacker) 65. A machine whose CPU has AMX needs the llama.cpp build docs/running.md gives.
+# SmolLM2 (toxicchat_qwen_attacker) 65. The toxicchat times are of task version 2: since version 3 a conversation goes
+# on past the turns the earlier judges stopped it at (Qwen-1.5B's target turns 487 -> 729), so those four cards take
+# about half as long again. A machine whose CPU has AMX needs the llama.cpp build docs/running.md gives.
 #
 # Usage: submissions/reproduce.sh [MODEL/TASK ...]   (no argument: every card; otherwise only the cards named)
 set -euo pipefail
