@@ -94,6 +94,12 @@ def breakdown_charts(cards: list, task: S.TaskEntry) -> None:
         st.caption("This task's cards carry no breakdown.")
         return
     for by, part in frame.groupby("by", sort=False):
+        if "judging" in part.columns and part["judging"].isna().all():
+            part = part.drop(columns="judging")
+        if "judging" in part.columns:
+            st.caption("A faint bar is a rate its judges cannot back: they were not measured in that language, or "
+                       "barely tell harmful from safe there (Youden's J under the task's floor; the table gives "
+                       "each). Its gap to another language is not a finding either.")
         st.vega_lite_chart(spec=C.family_chart(part, by, task), width="stretch")
         with st.expander(esc(f"table: {C.family_title(by, task)}")):
             st.dataframe(part.drop(columns="by"), hide_index=True, width="stretch")

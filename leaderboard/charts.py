@@ -17,7 +17,8 @@ def _field(name: str, kind: str = "quantitative", **more) -> dict:
 
 
 def _tooltip(*names: str) -> list[dict]:
-    return [_field(n, "nominal") if n in ("model", "group", "turn") else _field(n, format=".1f") for n in names]
+    return [_field(n, "nominal") if n in ("model", "group", "turn", "judging") else _field(n, format=".1f")
+            for n in names]
 
 
 def headline_chart(points: list) -> dict:
@@ -83,8 +84,13 @@ def bars(frame: pd.DataFrame, title: str) -> dict:
     the bar's edge, so the groups are facets)."""
     encoding = {"x": _field("model", "nominal", title=None, axis={"labels": False, "ticks": False}),
                 "color": _field("model", "nominal", title="model"),
-                "tooltip": _tooltip("model", "group", "value", "ci_low", "ci_high")}
-    layers = [{"mark": "bar", "encoding": {**encoding, "y": _field("value", title="%")}}]
+                "tooltip": _tooltip("model", "group", "value", "ci_low", "ci_high",
+                                    *(["judging"] if "judging" in frame.columns else []))}
+    bar = {**encoding, "y": _field("value", title="%")}
+    if "judging" in frame.columns:  # a group whose judges are not measured there, or are noise there, is drawn faint
+        bar["opacity"] = {"condition": {"test": "indexof(datum.judging, 'measured:') === 0", "value": 1},
+                          "value": 0.3}
+    layers = [{"mark": "bar", "encoding": bar}]
     if frame["ci_low"].notna().any():
         layers.append({"mark": {"type": "rule", "strokeWidth": 2},
                        "encoding": {**encoding, "y": _field("ci_low"), "y2": {"field": "ci_high"},

@@ -1004,6 +1004,29 @@ def test_class_f1_of_every_question(fixture_root):
     assert single.loc[single["by"] == "class F1", "group"].tolist() == list(per_class)
 
 
+def test_a_language_bar_its_judges_cannot_back_is_faint_and_says_why(tmp_path):
+    """MultiJail's per-language rates on the board carry their judges' figures in that language: a bar where the
+    harm judge is noise (Korean) or was never measured (Swahili) is drawn faint, the table says why."""
+    T = _tables()
+    import charts as C
+
+    copy_published("qwen2.5-coder-1.5b-instruct", tmp_path / "qwen2.5-coder-1.5b-instruct", ("multijail_en_zh_ko_sw",))
+    card = next(c for c in S.load(tmp_path).cards if c.summary.task == "multijail_en_zh_ko_sw")
+    task = S.task_registry()["multijail_en_zh_ko_sw"]
+    frame = T.breakdown([card], task)
+    languages = frame[frame["by"] == "language"].set_index("group")["judging"]
+    assert languages["en"].startswith("measured:") and languages["ko"].startswith("noise:")
+    assert languages["sw"].startswith("not measured:")
+    spec = C.family_chart(frame[frame["by"] == "language"], "language", task)
+    bar = next(layer for layer in spec["spec"]["layer"] if layer["mark"] == "bar")["encoding"]
+    assert bar["opacity"]["condition"]["value"] == 1 and bar["opacity"]["value"] < 1
+    assert {"field": "judging", "type": "nominal"}.items() <= next(
+        t for t in bar["tooltip"] if t["field"] == "judging").items()
+    # a family with no such figures (the prompts' source) and another kind's breakdown have no column for them
+    assert frame[frame["by"] == "source"]["judging"].isna().all()
+    assert "judging" not in T.breakdown([card], S.task_registry()["ricota"]).columns
+
+
 def test_the_hosted_app_needs_only_its_requirements():
     """Run as a host would run it: no torch, lm-eval or datasets is imported, and every package that the app's code
     and the suite modules it loads import is installed by leaderboard/requirements.txt."""

@@ -136,3 +136,35 @@ def test_the_goal_variant_takes_the_pinned_32_goals(compose, data_root):
     records = make_kind(cfg.task, cfg.model).load_records(str(data_root))
     assert len(records.items) == cfg.task.pinned.records == 32 and records.sha256 == cfg.task.pinned.sha256
     assert [r["id"] for r in records.items] == [f"multijail:{i}" for i in range(0, 320, 10)]
+
+
+def test_a_language_rate_says_how_far_its_judges_were_measured_there():
+    """The board reads each language's rate with its judges' own figures in that language: on the published 1.5B
+    card the harm judge is measured in English (GPTFuzz), is noise in Korean and Chinese, and has no Swahili set."""
+    import copy
+    import json
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    from benchmark.kinds import kind_class
+
+    card = json.loads((Path(__file__).parents[1] / "submissions/qwen2.5-coder-1.5b-instruct/multijail_en_zh_ko_sw.json")
+                      .read_text())
+    task = OmegaConf.to_container(compose(["task=multijail_en_zh_ko_sw"]).task, resolve=True)
+    attack = kind_class("attack")
+    said = {r["group"]: r.get("judging") for r in attack.breakdown_rows(card, task)}
+    assert said["en"].startswith("measured: harm judge J 0.8") and "gptfuzz" in said["en"]
+    assert said["ko"].startswith("noise: at best harm judge J 0.0") and said["ko"].endswith("under 0.5")
+    assert said["zh"].startswith("noise:") and "safetybench_zh_dialogue" in said["zh"]
+    assert said["sw"] == "not measured: no labelled set in this language for the harm judge"
+    assert said["openai"] is None  # a source is no language: its rate is read with the task's own figures
+    # the figures are the card's own: a Korean set measured well reads as measured
+    better = copy.deepcopy(card)
+    harm = next(j for j in better["judges"] if j["step"] == "harm")
+    harm["measured"]["square"]["recall"]["value"], harm["measured"]["square"]["specificity"]["value"] = 0.9, 0.8
+    assert {r["group"]: r.get("judging") for r in attack.breakdown_rows(better, task)}["ko"] == \
+        "measured: harm judge J 0.70 on square"
+    # the refusal step vetoes and decides no flag: it is not what a language's rate is read by
+    task["attack"]["judges"][1]["veto"] = True
+    assert all("judging" not in r for r in attack.breakdown_rows(card, task))

@@ -19,7 +19,7 @@ from omegaconf import MISSING, OmegaConf
 from .. import BenchmarkError, metrics as M
 from ..config import ADDED, plain
 from ..judging.derived import panel_problems, votes_of
-from ..judging.labelled import measured_in
+from ..judging.labelled import judging_in_language, measured_in
 from ..models.cached import Failure
 from ..models.registry import declared_operations
 from ..models.requests import Generate, Replay
@@ -385,6 +385,19 @@ class AttackView(KindView):
         return {"id": str(sample.get("id", "")), "error": sample.get("error") or "",
                 "verdicts": ", ".join(str(r.get("verdict")) for r in responses),
                 "outputs": "\n".join(str(r.get("text")) for r in responses)}
+
+    @staticmethod
+    def breakdown_rows(card: dict, task: dict) -> list[dict]:
+        """The headline per group; a language's row also says how far its judges were measured in that language (a
+        rate where the judges are noise is not a finding about the model, nor is its gap to another language)."""
+        rows = Kind.breakdown_rows(card, task)
+        section = task.get("attack") or {}
+        deciding = [j["name"] for j in section.get("judges") or [] if not j.get("veto")]
+        floor = (section.get("validation") or {}).get("min_youden", JudgingValidation.min_youden)
+        for row in rows:
+            if row["by"] == "language" and deciding:
+                row["judging"] = judging_in_language(card.get("judges") or [], deciding, row["group"], floor)
+        return rows
 
     @staticmethod
     def summary_lines(card: dict) -> list[str]:
