@@ -15,11 +15,9 @@ from pathlib import Path
 
 import numpy as np
 from benchmark.judging.labelled import validation_sets, labelled_rows, judge_inputs, human_labels
-from benchmark.judge.probe_train import load_config, base_model, load_base, features, youden, rates
+from benchmark.judge.probe_train import base_model, features, fit_head, load_base, load_config, rates, youden
 from benchmark.models.probe import Probe
 from benchmark.files import write_json
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import cross_val_score
 
 N_TRAIN, N_VAL, N_TEST = (int(a) for a in (sys.argv[1:4] if len(sys.argv) > 3 else (500, 150, 120)))
 root = os.environ.get("BENCHMARK_DATA_ROOT", "../shared/data")
@@ -51,21 +49,16 @@ random.Random(2).shuffle(idx_va)
 idx_tr, idx_va = idx_tr[:N_TRAIN], idx_va[:N_VAL]
 f_tr = features(probe, [x[i] for i in idx_tr], out / "f" / "train", say); y_tr = y[idx_tr]
 f_va = features(probe, [x[i] for i in idx_va], out / "f" / "val", say); y_va = y[idx_va]
-mean, scale = f_tr.mean(0), f_tr.std(0) + 1e-6
-s_tr, s_va = (f_tr - mean) / scale, (f_va - mean) / scale
-tried = {c: float(cross_val_score(LogisticRegression(C=c, max_iter=5000), s_tr, y_tr, cv=5,
-                                  scoring="roc_auc").mean()) for c in cfg.c_grid}
-c = max(tried, key=lambda k: (tried[k], -k))
-fit = LogisticRegression(C=c, max_iter=5000).fit(s_tr, y_tr)
-w, b = fit.coef_[0], fit.intercept_[0]
-thr, val = youden(y_va, s_va @ w + b)
+head = fit_head(f_tr, y_tr, f_va, y_va, cfg.c_grid)
+thr = head.threshold
 
 
 def acc(gold, z) -> float:
     return float(((z >= thr) == (gold == 1)).mean())
 
 
-report = {"c": c, "cv_auc": tried, "threshold": thr, "val": {**val, "accuracy": acc(y_va, s_va @ w + b)}}
+report = {"c": head.c, "cv_auc": head.tried, "threshold": thr,
+          "val": {**head.val, "accuracy": acc(y_va, head.logits(f_va))}}
 say(json.dumps(report))
 tests = {"gptfuzz_evaluate": (g, g.data), "square": (sets["square"], None),
          "safetybench_zh_dialogue": (sets["safetybench_zh_dialogue"], None)}
@@ -75,7 +68,7 @@ for name, (vs, data) in tests.items():
     random.Random(3).shuffle(order)
     order = order[:N_TEST]
     ft = features(probe, [xt[i] for i in order], out / "f" / name, say)
-    z = ((ft - mean) / scale) @ w + b
+    z = head.logits(ft)
     report[name] = {**rates(yt[order], z, thr), "accuracy": acc(yt[order], z), "auc": youden(yt[order], z)[1]["auc"]}
     say(f"{name}: {json.dumps(report[name])}")
 write_json(out / "report.json", report)

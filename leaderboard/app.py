@@ -95,7 +95,7 @@ def breakdown_charts(cards: list, task: S.TaskEntry) -> None:
         return
     for by, part in frame.groupby("by", sort=False):
         if "judging" in part.columns and part["judging"].isna().all():
-            part = part.drop(columns="judging")
+            part = part.drop(columns=["judging", "backed"])
         if "judging" in part.columns:
             st.caption("A faint bar is a rate its judges cannot back: they were not measured in that language, or "
                        "barely tell harmful from safe there (Youden's J under the task's floor; the table gives "

@@ -88,8 +88,7 @@ def bars(frame: pd.DataFrame, title: str) -> dict:
                                     *(["judging"] if "judging" in frame.columns else []))}
     bar = {**encoding, "y": _field("value", title="%")}
     if "judging" in frame.columns:  # a group whose judges are not measured there, or are noise there, is drawn faint
-        bar["opacity"] = {"condition": {"test": "indexof(datum.judging, 'measured:') === 0", "value": 1},
-                          "value": 0.3}
+        bar["opacity"] = {"condition": {"test": "datum.backed === true", "value": 1}, "value": 0.3}
     layers = [{"mark": "bar", "encoding": bar}]
     if frame["ci_low"].notna().any():
         layers.append({"mark": {"type": "rule", "strokeWidth": 2},

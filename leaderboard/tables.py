@@ -310,9 +310,9 @@ def breakdown(cards: list, task: TaskEntry) -> pd.DataFrame:
     kind = kind_class(task.kind)
     rows = [{"model": c.summary.model, **row} for c in cards if c.summary.task == task.name
             for row in kind.breakdown_rows(c.card, task.config)]
-    frame = pd.DataFrame(rows, columns=["model", "by", "group", "value", "ci_low", "ci_high", "judging"])
+    frame = pd.DataFrame(rows, columns=["model", "by", "group", "value", "ci_low", "ci_high", "judging", "backed"])
     # how far a group's rate can be read, where its kind says (attack: its judges' J in each language)
-    return frame if frame["judging"].notna().any() else frame.drop(columns="judging")
+    return frame if frame["judging"].notna().any() else frame.drop(columns=["judging", "backed"])
 
 
 # a spreadsheet runs a cell that begins with one of these as a formula

@@ -1019,12 +1019,14 @@ def test_a_language_bar_its_judges_cannot_back_is_faint_and_says_why(tmp_path):
     assert languages["sw"].startswith("not measured:")
     spec = C.family_chart(frame[frame["by"] == "language"], "language", task)
     bar = next(layer for layer in spec["spec"]["layer"] if layer["mark"] == "bar")["encoding"]
-    assert bar["opacity"]["condition"]["value"] == 1 and bar["opacity"]["value"] < 1
+    assert bar["opacity"]["condition"] == {"test": "datum.backed === true", "value": 1} and bar["opacity"]["value"] < 1
+    backed = frame[frame["by"] == "language"].set_index("group")["backed"]
+    assert backed.to_dict() == {"en": True, "ko": False, "sw": False, "zh": False}
     assert {"field": "judging", "type": "nominal"}.items() <= next(
         t for t in bar["tooltip"] if t["field"] == "judging").items()
     # a family with no such figures (the prompts' source) and another kind's breakdown have no column for them
     assert frame[frame["by"] == "source"]["judging"].isna().all()
-    assert "judging" not in T.breakdown([card], S.task_registry()["ricota"]).columns
+    assert not {"judging", "backed"} & set(T.breakdown([card], S.task_registry()["ricota"]).columns)
 
 
 def test_the_hosted_app_needs_only_its_requirements(tmp_path):

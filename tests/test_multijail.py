@@ -159,6 +159,8 @@ def test_a_language_rate_says_how_far_its_judges_were_measured_there():
     assert said["zh"].startswith("noise:") and "safetybench_zh_dialogue" in said["zh"]
     assert said["sw"] == "not measured: no labelled set in this language for the harm judge"
     assert said["openai"] is None  # a source is no language: its rate is read with the task's own figures
+    assert {r["group"]: r.get("backed") for r in attack.breakdown_rows(card, task) if r["by"] == "language"} == \
+        {"en": True, "ko": False, "sw": False, "zh": False}
     # the figures are the card's own: a Korean set measured well reads as measured
     better = copy.deepcopy(card)
     harm = next(j for j in better["judges"] if j["step"] == "harm")

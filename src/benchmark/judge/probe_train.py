@@ -143,10 +143,43 @@ def rates(gold: np.ndarray, z: np.ndarray, threshold: float) -> dict:
             "specificity": round(spec, 4), "j": round(sens + spec - 1, 4), "f1": round(f1, 4)}
 
 
-def train(name: str, overrides: list[str] = ()) -> Path:
-    from safetensors.numpy import save_file
+@dataclass
+class Head:
+    """A probe's fitted head: standardisation, logistic weights, the C chosen and what each C scored, the threshold on
+    the logit and its figures on the validation pairs."""
+
+    mean: np.ndarray
+    scale: np.ndarray
+    weight: np.ndarray
+    bias: np.ndarray
+    c: float
+    tried: dict
+    threshold: float
+    val: dict
+
+    def logits(self, f: np.ndarray) -> np.ndarray:
+        return ((f - self.mean) / self.scale) @ self.weight + self.bias[0]
+
+
+def fit_head(f_train: np.ndarray, y_train: np.ndarray, f_val: np.ndarray, y_val: np.ndarray, c_grid) -> Head:
+    """A logistic regression on the standardised states, C by 5-fold cross-validated ROC AUC on the training pairs,
+    the threshold by the best Youden J on the validation pairs."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import cross_val_score
+
+    mean, scale = f_train.mean(axis=0), f_train.std(axis=0) + 1e-6
+    s_train = (f_train - mean) / scale
+    tried = {c: float(cross_val_score(LogisticRegression(C=c, max_iter=5000), s_train, y_train, cv=5,
+                                      scoring="roc_auc").mean()) for c in c_grid}
+    c = max(tried, key=lambda k: (tried[k], -k))
+    fit = LogisticRegression(C=c, max_iter=5000).fit(s_train, y_train)
+    head = Head(mean, scale, fit.coef_[0].astype(np.float32), fit.intercept_.astype(np.float32), c, tried, 0.0, {})
+    head.threshold, head.val = youden(y_val, head.logits(f_val))
+    return head
+
+
+def train(name: str, overrides: list[str] = ()) -> Path:
+    from safetensors.numpy import save_file
 
     cfg = load_config(name, overrides)
     out = Path(cfg.output_dir or Path("checkpoints") / cfg.name)
@@ -165,16 +198,10 @@ def train(name: str, overrides: list[str] = ()) -> Path:
     read_as = out / "features" / sha256_json({"base": base, "messages": messages})[:12]  # new prompt: new features
     f_train = features(probe, x_train, read_as / "train", say)
     f_val = features(probe, x_val, read_as / "val", say)
-    mean, scale = f_train.mean(axis=0), f_train.std(axis=0) + 1e-6
-    s_train, s_val = (f_train - mean) / scale, (f_val - mean) / scale
-    tried = {c: float(cross_val_score(LogisticRegression(C=c, max_iter=5000), s_train, y_train, cv=5,
-                                      scoring="roc_auc").mean()) for c in cfg.c_grid}
-    c = max(tried, key=lambda k: (tried[k], -k))
-    fit = LogisticRegression(C=c, max_iter=5000).fit(s_train, y_train)
-    weight, bias = fit.coef_[0].astype(np.float32), fit.intercept_.astype(np.float32)
-    threshold, val = youden(y_val, s_val @ weight + bias[0])
-    save_file({"mean": mean.astype(np.float32), "scale": scale.astype(np.float32), "weight": weight, "bias": bias},
-              str(out / HEAD))
+    head = fit_head(f_train, y_train, f_val, y_val, cfg.c_grid)
+    c, tried, threshold, val = head.c, head.tried, head.threshold, head.val
+    save_file({"mean": head.mean.astype(np.float32), "scale": head.scale.astype(np.float32), "weight": head.weight,
+               "bias": head.bias}, str(out / HEAD))
     manifest = {
         "base": base, "messages": messages, "threshold": round(threshold, 6),
         "weights_sha256": hashlib.sha256((out / HEAD).read_bytes()).hexdigest(), "set": cfg.set,

@@ -109,7 +109,16 @@ def human_labels(vs: ValidationSet, rows: list[dict], where: str) -> list[int]:
 NOT_MEASURED = "not measured: the run said judge_validity=false"  # a run's judge facts and procedure outcome then
 
 
-def judging_in_language(judges: list[dict], deciding: list[str], language: str, min_youden: float) -> str:
+@dataclass(frozen=True)
+class LanguageJudging:
+    """How far a rate in one language can be read: whether its judges back it, and why (for a reader)."""
+
+    backed: bool
+    says: str
+
+
+def judging_in_language(judges: list[dict], deciding: list[str], language: str, min_youden: float
+                        ) -> LanguageJudging:
     """How far a card's rate in one language can be read, from its own judge entries: for each step whose flag makes
     a reply unsafe (`deciding`), its best Youden's J (sensitivity + specificity - 1) on the labelled sets of that
     language it was measured on. Under `min_youden` for any such step, the rate is the judges' noise there."""
@@ -126,13 +135,13 @@ def judging_in_language(judges: list[dict], deciding: list[str], language: str, 
                 if languages.get(name) == language and j == j:
                     found.append((j, name))
         if not found:
-            return f"not measured: no labelled set in this language for the {step} judge"
+            return LanguageJudging(False, f"not measured: no labelled set in this language for the {step} judge")
         j, name = max(found)
         said.append((j, name, step))
     where = "; ".join(f"{step} judge J {j:.2f} on {name}" for j, name, step in said)
     if min(said)[0] < min_youden:
-        return f"noise: at best {where}, under {min_youden:g}"
-    return f"measured: {where}"
+        return LanguageJudging(False, f"noise: at best {where}, under {min_youden:g}")
+    return LanguageJudging(True, f"measured: {where}")
 
 
 def measured_in(languages: list[str], steps, procedure: str | None = None, outcome=None) -> dict:

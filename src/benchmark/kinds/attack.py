@@ -396,7 +396,8 @@ class AttackView(KindView):
         floor = (section.get("validation") or {}).get("min_youden", JudgingValidation.min_youden)
         for row in rows:
             if row["by"] == "language" and deciding:
-                row["judging"] = judging_in_language(card.get("judges") or [], deciding, row["group"], floor)
+                said = judging_in_language(card.get("judges") or [], deciding, row["group"], floor)
+                row.update(judging=said.says, backed=said.backed)
         return rows
 
     @staticmethod
