@@ -6,6 +6,8 @@ themselves say (that the classifier gave that score) rests on `submit verify`, w
 
 from __future__ import annotations
 
+import functools
+
 from .engine import STEPS
 from ..models.registry import backend_class
 from ..run.card_record import ScoreCard
@@ -19,6 +21,13 @@ ROLE_NAMES = ("model", "attacker")  # a voter may not be called as another role 
 def _backend(config: dict):
     node = model_config_node(config)
     return backend_class(node), node
+
+
+def _ruled(config: dict):
+    """(backend class, config node, its verdict rule): the rule reads the config once for all of a card's verdicts."""
+    cls, node = _backend(config)
+    rule = functools.cache(lambda: cls.verdict_rule(node))  # read at the first verdict, as a card may hold none
+    return cls, node, lambda verdict: rule()(verdict)
 
 
 def voter_problems(card: ScoreCard, steps: dict[str, dict]) -> list[tuple[str, str]]:
@@ -60,8 +69,8 @@ class Votes:
         self.steps = {name: described["step_type"] for name, described in steps.items()}
         self.voters: dict[str, dict[str, tuple]] = {}
         for judge in card.judges or []:
-            self.voters.setdefault(judge.step, {})[judge.voter] = _backend(judge.config)
-        self.model = _backend(card.model.config)
+            self.voters.setdefault(judge.step, {})[judge.voter] = _ruled(judge.config)
+        self.model = _ruled(card.model.config)
 
     def sample_problems(self, sample: dict) -> list[tuple[str, str]]:
         problems = []
@@ -100,7 +109,7 @@ class Votes:
 
     @staticmethod
     def _verdict_problems(backend, verdict: dict, at: str, fields=None) -> list[tuple[str, str]]:
-        cls, node = backend
+        cls, node, rule = backend
         declared = fields or cls.verdict_fields
         if declared is None:
             return [(at, f"a classifier's verdict, but backend {node.backend} gives none")]
@@ -110,7 +119,7 @@ class Votes:
                          f"{', '.join(sorted(declared))}")]
         if not isinstance(verdict.get("unsafe"), bool):
             return [(f"{at}.unsafe", "is not true or false")]
-        problem = cls.verdict_problem(node, verdict)
+        problem = rule(verdict)
         return [(at, problem)] if problem else []
 
 

@@ -7,6 +7,7 @@ directly, through the same parser; replayed predictions go through the same pars
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -336,6 +337,11 @@ class ClassifyScorer(KindScorer):
         return {"target": targets[None] if self.single else targets,
                 "group": {g: record.get(g) for g in self.task.group_by}}
 
+    @functools.cached_property
+    def verdict_rule(self):
+        """The model backend's rule for its verdicts, its config read once for all of a card's samples."""
+        return self.backend.verdict_rule(self.model_cfg)
+
     def derivation_problems(self, sample: dict) -> list[tuple[str, str]]:
         """The prediction, parsed again from what the model returned: a text by the task's parser, a classifier's
         verdict by classifier_labels, log-likelihoods by the best per byte."""
@@ -346,7 +352,7 @@ class ClassifyScorer(KindScorer):
             return [("output", f"is not what model backend {self.model_cfg.backend} gives ({self.output_form} "
                                f"here, scoring {self.scoring})")]
         if form == "verdict" and not sample.get("error"):
-            problem = self.backend.verdict_problem(self.model_cfg, out)
+            problem = self.verdict_rule(out)
             if problem:
                 return [("output", f"{problem[:200]}: not a verdict model backend {self.model_cfg.backend} gives")]
         if sample.get("error"):

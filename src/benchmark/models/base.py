@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from enum import Enum
 
 from omegaconf import OmegaConf
@@ -160,6 +162,12 @@ class Backend:
         `unsafe` from `flagged`) by this backend's own rule, from the fields it records; None where they agree or
         the rule needs what no record holds (then `submit verify` re-runs it)."""
         return None
+
+    @classmethod
+    def verdict_rule(cls, cfg) -> Callable[[dict], str | None]:
+        """verdict_problem for one config, as the checks of a card ask it of each of its thousands of verdicts: a
+        backend whose rule reads its config (settings, a manifest) overrides this to read it once."""
+        return functools.partial(cls.verdict_problem, cfg)
 
     @classmethod
     def recorded_facts(cls, cfg) -> dict | None:

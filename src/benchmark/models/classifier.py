@@ -57,6 +57,21 @@ def read_manifest(folder: str | Path, name: str | None = None) -> dict:
     return json.loads(path.read_text())
 
 
+def manifest_threshold(cfg) -> float | None:
+    """The threshold a trained judge's manifest records, or None where its folder is not here to say it."""
+    folder = judge_folder(cfg.pretrained) if cfg.pretrained else None
+    if folder is None or not (folder / MANIFEST).is_file():
+        return None
+    return read_manifest(cfg.pretrained, cfg.name)["threshold"]
+
+
+def score_problem(score, threshold: float, margin) -> str | None:
+    """A recorded score (P, rounded to 4 places) that is not the threshold plus the recorded margin."""
+    if not isinstance(score, (int, float)) or abs(score - (threshold + margin)) > 6e-5:
+        return f"score {score!r} is not its threshold {threshold} plus its margin {margin!r}"
+    return None
+
+
 def member_encoder(manifest: dict, member: dict) -> str:
     """The encoder a member was fine-tuned from (a judge of one encoder names it once, in the manifest)."""
     return member.get("encoder", manifest["encoder"])
@@ -141,17 +156,20 @@ class TrainedClassifier(TrainedFolder, Backend):
 
     @classmethod
     def verdict_problem(cls, cfg, verdict):
+        return cls.verdict_rule(cfg)(verdict)
+
+    @classmethod
+    def verdict_rule(cls, cfg):
         """Unsafe at its threshold: the margin (P(unsafe) minus the threshold) decides, and the recorded score (P,
         rounded to 4 places) must be the threshold plus that margin, where the judge's manifest is here to say it."""
-        problem = above_threshold(verdict, "margin", 0.0, inclusive=True)
-        folder = judge_folder(cfg.pretrained) if cfg.pretrained else None
-        if problem or folder is None or not (folder / MANIFEST).is_file():
-            return problem
-        threshold = read_manifest(cfg.pretrained, cfg.name)["threshold"]
-        score, margin = verdict.get("score"), verdict["margin"]
-        if not isinstance(score, (int, float)) or abs(score - (threshold + margin)) > 6e-5:
-            return f"score {score!r} is not its threshold {threshold} plus its margin {margin!r}"
-        return None
+        threshold = manifest_threshold(cfg)
+
+        def problem(verdict):
+            wrong = above_threshold(verdict, "margin", 0.0, inclusive=True)
+            if wrong or threshold is None:
+                return wrong
+            return score_problem(verdict.get("score"), threshold, verdict["margin"])
+        return problem
 
     def describe(self) -> dict:
         return self.artifact_facts(self.judge.path)

@@ -35,9 +35,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .. import BenchmarkError
-from ..paths import judge_folder
 from .base import Reach
-from .classifier import MANIFEST, TrainedClassifier, class_label, read_manifest
+from .classifier import TrainedClassifier, class_label, manifest_threshold, score_problem
 from .encoders import OFFLINE_COPIES, base_sha256, resolve_encoder
 from .registry import register_backend
 
@@ -161,44 +160,46 @@ class ReplyRefusal(TrainedClassifier):
 
     @classmethod
     def verdict_problem(cls, cfg, verdict):
+        return cls.verdict_rule(cfg)(verdict)
+
+    @classmethod
+    def verdict_rule(cls, cfg):
         """A refusal where the classifier's margin reaches 0 or a listed phrase opens the reply, flagged where it is a
         full one; a label the verdict can have; the score the threshold plus the margin."""
-        phrase_, label = verdict.get("phrase"), verdict.get("label")
-        phrases = [p.lower() for p in cfg.phrases]
-        if phrase_ is not None and phrase_ not in phrases:
-            return f"phrase {phrase_!r} is not one of the judge's phrases"
-        if label not in CLASSES:
-            return f"label {label!r} is not one of {list(CLASSES)}"
-        if (label == "full_refusal") is not verdict["unsafe"]:
-            return f"label {label} with flagged (fully refused) {verdict['unsafe']}"
-        margin, on_topic = verdict.get("margin"), verdict.get("on_topic")
-        if not isinstance(margin, (int, float)) or isinstance(margin, bool) or margin != margin:
-            return f"margin {margin!r} is not a number"
+        phrases = frozenset(p.lower() for p in cfg.phrases)
         _, below, reads_classifier = settings(cfg)
-        off = on_topic is not None and below is not None and on_topic < below
-        if on_topic is not None and (below is None or not isinstance(on_topic, (int, float)) or
-                                     isinstance(on_topic, bool) or not -1 <= on_topic <= 1):
-            return f"on_topic {on_topic!r} is not a cosine the judge computes"
-        if not reads_classifier and verdict.get("score") != 0:
-            return (f"score {verdict.get('score')!r} from the classifier, which this judge's settings leave out "
-                    "(args.classifier)")
-        if off and label != "full_refusal":
-            return f"label {label} for a reply off its request's topic (on_topic {on_topic} < {below})"
-        if not reads_classifier and not off and (label == "full_compliance") is not (phrase_ is None):
-            return f"label {label} from the phrases alone, with phrase {phrase_!r}"
-        if not reads_classifier:
-            return None if margin < 0 else "a margin at or over the threshold from a classifier the judge leaves out"
-        if margin < 0 and label != ("full_refusal" if phrase_ is not None or off else "full_compliance"):
-            return f"label {label} under the classifier's threshold, with phrase {phrase_!r}"
-        if margin >= 0 and label == "full_compliance":
-            return "label full_compliance where the classifier finds a refusal"
-        score = verdict.get("score")
-        folder = judge_folder(cfg.pretrained) if cfg.pretrained else None
-        if folder is not None and (folder / MANIFEST).is_file():
-            threshold = read_manifest(cfg.pretrained, cfg.name)["threshold"]
-            if not isinstance(score, (int, float)) or abs(score - (threshold + margin)) > 6e-5:
-                return f"score {score!r} is not its threshold {threshold} plus its margin {margin!r}"
-        return None
+        threshold = manifest_threshold(cfg)
+
+        def problem(verdict):
+            phrase_, label = verdict.get("phrase"), verdict.get("label")
+            if phrase_ is not None and phrase_ not in phrases:
+                return f"phrase {phrase_!r} is not one of the judge's phrases"
+            if label not in CLASSES:
+                return f"label {label!r} is not one of {list(CLASSES)}"
+            if (label == "full_refusal") is not verdict["unsafe"]:
+                return f"label {label} with flagged (fully refused) {verdict['unsafe']}"
+            margin, on_topic = verdict.get("margin"), verdict.get("on_topic")
+            if not isinstance(margin, (int, float)) or isinstance(margin, bool) or margin != margin:
+                return f"margin {margin!r} is not a number"
+            off = on_topic is not None and below is not None and on_topic < below
+            if on_topic is not None and (below is None or not isinstance(on_topic, (int, float)) or
+                                         isinstance(on_topic, bool) or not -1 <= on_topic <= 1):
+                return f"on_topic {on_topic!r} is not a cosine the judge computes"
+            if not reads_classifier and verdict.get("score") != 0:
+                return (f"score {verdict.get('score')!r} from the classifier, which this judge's settings leave out "
+                        "(args.classifier)")
+            if off and label != "full_refusal":
+                return f"label {label} for a reply off its request's topic (on_topic {on_topic} < {below})"
+            if not reads_classifier and not off and (label == "full_compliance") is not (phrase_ is None):
+                return f"label {label} from the phrases alone, with phrase {phrase_!r}"
+            if not reads_classifier:
+                return None if margin < 0 else "a margin at or over the threshold from a classifier the judge leaves out"
+            if margin < 0 and label != ("full_refusal" if phrase_ is not None or off else "full_compliance"):
+                return f"label {label} under the classifier's threshold, with phrase {phrase_!r}"
+            if margin >= 0 and label == "full_compliance":
+                return "label full_compliance where the classifier finds a refusal"
+            return None if threshold is None else score_problem(verdict.get("score"), threshold, margin)
+        return problem
 
     def describe(self) -> dict:
         return {**self.artifact_facts(self.judge.path), "phrases": len(self.phrases)}
