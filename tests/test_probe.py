@@ -73,13 +73,13 @@ def test_the_probe_scores_the_models_last_state_through_its_head(tiny_model, tmp
         assert v["margin"] == pytest.approx(x - threshold, abs=1e-4)
         assert v["unsafe"] is (x >= threshold)
         assert v["score"] == round(1 / (1 + math.exp(-x)), 4)
-        assert LLMProbe.verdict_problem(config(tmp_path / "probe"), v) is None
+        assert LLMProbe.verdict_rule(config(tmp_path / "probe"))(v) is None
     assert sorted(v["unsafe"] for v in verdicts) == [False, True]
     # a verdict whose flag, or score, its own margin and the probe's threshold do not give is named
     flipped = {**verdicts[0], "unsafe": not verdicts[0]["unsafe"]}
-    assert "margin" in LLMProbe.verdict_problem(config(tmp_path / "probe"), flipped)
+    assert "margin" in LLMProbe.verdict_rule(config(tmp_path / "probe"))(flipped)
     inflated = {**verdicts[0], "score": round(verdicts[0]["score"] + 0.1, 4)}
-    assert "is not the sigmoid" in LLMProbe.verdict_problem(config(tmp_path / "probe"), inflated)
+    assert "is not the sigmoid" in LLMProbe.verdict_rule(config(tmp_path / "probe"))(inflated)
     # it is measured only on sets that give a request and a reply (said from its config, without loading it)
     assert LLMProbe.unreadable_set(config(tmp_path / "probe"), {"response": "{{ instance }}"}) == (
         "the probe reads context and response; the set gives no context")

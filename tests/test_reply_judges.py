@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from benchmark import BenchmarkError
@@ -170,17 +169,16 @@ def test_a_judge_of_three_classes_trains_evaluates_and_judges_with_its_phrases(t
     assert all(v["label"] == "full_refusal" for v in said[:2] if v["margin"] < 0)
     assert said[2]["phrase"] is None and said[2]["unsafe"] == (said[2]["label"] == "full_refusal")
     for v in said:
-        assert ReplyRefusal.verdict_problem(cfg, v) is None
+        assert ReplyRefusal.verdict_rule(cfg)(v) is None
     # what no judge of refusals gives: a phrase matched and the reply complying; a label the flag contradicts
+    rule = ReplyRefusal.verdict_rule(cfg)
     if said[0]["margin"] < 0:  # the phrase decided
-        assert "under the classifier's threshold" in ReplyRefusal.verdict_problem(
-            cfg, {**said[0], "unsafe": False, "label": "full_compliance"})
+        assert "under the classifier's threshold" in rule({**said[0], "unsafe": False, "label": "full_compliance"})
     flipped = {**said[0], "unsafe": not said[0]["unsafe"]}
-    assert f"label {said[0]['label']} with flagged (fully refused) {flipped['unsafe']}" in ReplyRefusal.verdict_problem(
-        cfg, flipped)
-    assert "not one of" in ReplyRefusal.verdict_problem(cfg, {**said[0], "label": "maybe"})
-    assert "is not a number" in ReplyRefusal.verdict_problem(cfg, {**said[0], "margin": float("nan")})
-    assert "not one of the judge's phrases" in ReplyRefusal.verdict_problem(cfg, {**said[0], "phrase": "lol"})
+    assert f"label {said[0]['label']} with flagged (fully refused) {flipped['unsafe']}" in rule(flipped)
+    assert "not one of" in ReplyRefusal.verdict_rule(cfg)({**said[0], "label": "maybe"})
+    assert "is not a number" in ReplyRefusal.verdict_rule(cfg)({**said[0], "margin": float("nan")})
+    assert "not one of the judge's phrases" in ReplyRefusal.verdict_rule(cfg)({**said[0], "phrase": "lol"})
 
 
 def test_the_refusal_judges_settings_short_refusals_typographic_apostrophes_and_replies_off_their_topic(
@@ -205,10 +203,10 @@ def test_the_refusal_judges_settings_short_refusals_typographic_apostrophes_and_
         judge.classify([rows[1]])[0]["label"])
     assert said[2]["phrase"] == "i can't help" and said[2]["label"] == "full_refusal"  # short: all it says
     for v in said:
-        assert ReplyRefusal.verdict_problem(cfg, v) is None
+        assert ReplyRefusal.verdict_rule(cfg)(v) is None
     off = {**said[0], "on_topic": 0.5, "label": "full_compliance", "unsafe": False, "phrase": None}
-    assert "off its request's topic" in ReplyRefusal.verdict_problem(cfg, off)
-    assert "is not a cosine" in ReplyRefusal.verdict_problem(cfg, {**said[0], "on_topic": 7})
+    assert "off its request's topic" in ReplyRefusal.verdict_rule(cfg)(off)
+    assert "is not a cosine" in ReplyRefusal.verdict_rule(cfg)({**said[0], "on_topic": 7})
     assert reads_english("Sure, here is how you do it") and not reads_english("Samahani, siwezi kusaidia leo")
     bad = compose(*base, "+model.args.shrot=3").model
     with pytest.raises(BenchmarkError, match=r"args \['shrot'\] are not settings of backend reply-refusal"):
@@ -223,10 +221,10 @@ def test_the_refusal_judges_settings_short_refusals_typographic_apostrophes_and_
          {"context": "q", "response": "I can't help it, " + "here is how it goes on and on. " * 12}])  # past 300
     assert [(v["label"], v["score"]) for v in said] == [("full_compliance", 0.0), ("full_refusal", 0.0),
                                                         ("partial_refusal", 0.0)]
-    assert all(ReplyRefusal.verdict_problem(chat, v) is None for v in said)
+    assert all(ReplyRefusal.verdict_rule(chat)(v) is None for v in said)
     forged = {**said[0], "score": 0.9, "margin": 0.9 - load_backend(chat, False).judge.threshold}
-    assert "leave out (args.classifier)" in ReplyRefusal.verdict_problem(chat, forged)
-    assert "from the phrases alone" in ReplyRefusal.verdict_problem(chat, {**said[1], "label": "partial_refusal",
+    assert "leave out (args.classifier)" in ReplyRefusal.verdict_rule(chat)(forged)
+    assert "from the phrases alone" in ReplyRefusal.verdict_rule(chat)({**said[1], "label": "partial_refusal",
                                                                              "unsafe": False, "phrase": None})
     with pytest.raises(BenchmarkError, match=r"args.classifier: Value 'maybe' is not a valid bool"):
         load_backend(compose(*base, "+model.args.classifier=maybe").model, False)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 from enum import Enum
 
@@ -157,17 +156,13 @@ class Backend:
         raise NotImplementedError(f"{type(self).__name__} has no recorded answers")
 
     @classmethod
-    def verdict_problem(cls, cfg, verdict: dict) -> str | None:
-        """What is wrong with a recorded verdict ({"unsafe", ...} as classify gave it, or a judge's vote with its
-        `unsafe` from `flagged`) by this backend's own rule, from the fields it records; None where they agree or
-        the rule needs what no record holds (then `submit verify` re-runs it)."""
-        return None
-
-    @classmethod
     def verdict_rule(cls, cfg) -> Callable[[dict], str | None]:
-        """verdict_problem for one config, as the checks of a card ask it of each of its thousands of verdicts: a
-        backend whose rule reads its config (settings, a manifest) overrides this to read it once."""
-        return functools.partial(cls.verdict_problem, cfg)
+        """This backend's own rule for a recorded verdict of the config `cfg` ({"unsafe", ...} as classify gave it,
+        or a judge's vote with its `unsafe` from `flagged`): a function of the verdict that says what is wrong with it
+        from the fields it records, None where they agree or the rule needs what no record holds (then `submit
+        verify` re-runs it). What the rule reads of its config (settings, a manifest) it reads once, when made: a
+        card holds thousands of verdicts of one judge."""
+        return lambda verdict: None
 
     @classmethod
     def recorded_facts(cls, cfg) -> dict | None:

@@ -155,10 +155,6 @@ class TrainedClassifier(TrainedFolder, Backend):
                  "margin": float(p - self.judge.threshold)} for p in probs]
 
     @classmethod
-    def verdict_problem(cls, cfg, verdict):
-        return cls.verdict_rule(cfg)(verdict)
-
-    @classmethod
     def verdict_rule(cls, cfg):
         """Unsafe at its threshold: the margin (P(unsafe) minus the threshold) decides, and the recorded score (P,
         rounded to 4 places) must be the threshold plus that margin, where the judge's manifest is here to say it."""

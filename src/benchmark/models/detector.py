@@ -179,14 +179,16 @@ class DiaSafetyDetector(TrainedFolder, Backend):
         return out
 
     @classmethod
-    def verdict_problem(cls, cfg, verdict):
+    def verdict_rule(cls, cfg):
         """Unsafe where the category's P(unsafe) beats its other classes: a positive margin (at exactly 0, either)."""
-        margin = verdict.get("margin")
-        if not isinstance(margin, (int, float)) or isinstance(margin, bool):
-            return f"margin {margin!r}: the detector records its margin as a number"
-        if margin and verdict["unsafe"] is not (margin > 0):
-            return f"unsafe {verdict['unsafe']} with margin {margin}: a positive margin is unsafe, a negative safe"
-        return None
+        def problem(verdict):
+            margin = verdict.get("margin")
+            if not isinstance(margin, (int, float)) or isinstance(margin, bool):
+                return f"margin {margin!r}: the detector records its margin as a number"
+            if margin and verdict["unsafe"] is not (margin > 0):
+                return f"unsafe {verdict['unsafe']} with margin {margin}: a positive margin is unsafe, a negative safe"
+            return None
+        return problem
 
     @staticmethod
     def read_manifest(folder, name: str | None = None) -> dict:

@@ -48,16 +48,20 @@ class DetoxifyBackend(Backend):
         return f"the checkpoint {cfg.pretrained}"
 
     @classmethod
-    def verdict_problem(cls, cfg, verdict):
+    def verdict_rule(cls, cfg):
         """Unsafe when its top attribute is above the threshold (the score is that top, rounded to 4 places)."""
-        attributes = verdict.get("attributes")
-        if isinstance(attributes, dict) and attributes:
-            return above_threshold({"unsafe": verdict["unsafe"], "top": max(attributes.values())}, "top",
-                                   cfg.threshold)
-        score = verdict.get("score")
-        if isinstance(score, (int, float)) and abs(score - cfg.threshold) <= 5e-5:
-            return None  # rounded to the threshold: either side
-        return above_threshold(verdict, "score", cfg.threshold)
+        threshold = cfg.threshold
+
+        def problem(verdict):
+            attributes = verdict.get("attributes")
+            if isinstance(attributes, dict) and attributes:
+                return above_threshold({"unsafe": verdict["unsafe"], "top": max(attributes.values())}, "top",
+                                       threshold)
+            score = verdict.get("score")
+            if isinstance(score, (int, float)) and abs(score - threshold) <= 5e-5:
+                return None  # rounded to the threshold: either side
+            return above_threshold(verdict, "score", threshold)
+        return problem
 
     def classify(self, inputs):
         texts = utterance_texts(inputs, self.input)

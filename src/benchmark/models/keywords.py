@@ -36,10 +36,13 @@ class Keywords(Backend):
         return out
 
     @classmethod
-    def verdict_problem(cls, cfg, verdict):
-        if verdict.get("score") != float(verdict["unsafe"]):
-            return f"unsafe {verdict['unsafe']} with score {verdict.get('score')!r}: a keyword list scores a hit 1.0"
-        return None
+    def verdict_rule(cls, cfg):
+        def problem(verdict):
+            if verdict.get("score") != float(verdict["unsafe"]):
+                return (f"unsafe {verdict['unsafe']} with score {verdict.get('score')!r}: a keyword list scores a "
+                        "hit 1.0")
+            return None
+        return problem
 
     def describe(self) -> dict:
         return {"phrases": len(self.phrases), "input": self.part}

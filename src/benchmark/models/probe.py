@@ -172,19 +172,23 @@ class LLMProbe(TrainedFolder, Backend):
                  "margin": float(x - self.probe.threshold)} for x in z]
 
     @classmethod
-    def verdict_problem(cls, cfg, verdict):
+    def verdict_rule(cls, cfg):
         """Unsafe where the margin (logit minus threshold) is at least 0, and the recorded score must be the sigmoid
         of the threshold plus that margin, where the probe's manifest is here to say the threshold."""
-        problem = above_threshold(verdict, "margin", 0.0, inclusive=True)
         folder = judge_folder(cfg.pretrained) if cfg.pretrained else None
-        if problem or folder is None or not (folder / MANIFEST).is_file():
-            return problem
-        threshold = float(read_manifest(cfg.pretrained, cfg.name)["threshold"])
-        score, margin = verdict.get("score"), verdict["margin"]
-        expected = float(sigmoid(threshold + margin))
-        if not isinstance(score, (int, float)) or abs(score - expected) > 6e-5:
-            return f"score {score!r} is not the sigmoid of its threshold {threshold} plus its margin {margin!r}"
-        return None
+        threshold = (float(read_manifest(cfg.pretrained, cfg.name)["threshold"])
+                     if folder is not None and (folder / MANIFEST).is_file() else None)
+
+        def problem(verdict):
+            wrong = above_threshold(verdict, "margin", 0.0, inclusive=True)
+            if wrong or threshold is None:
+                return wrong
+            score, margin = verdict.get("score"), verdict["margin"]
+            expected = float(sigmoid(threshold + margin))
+            if not isinstance(score, (int, float)) or abs(score - expected) > 6e-5:
+                return f"score {score!r} is not the sigmoid of its threshold {threshold} plus its margin {margin!r}"
+            return None
+        return problem
 
     def describe(self) -> dict:
         return self.artifact_facts(self.probe.path)

@@ -56,8 +56,9 @@ class ProfanityCheck(Backend):
         return _package_sha256()
 
     @classmethod
-    def verdict_problem(cls, cfg, verdict):
-        return above_threshold(verdict, "score", cfg.threshold)
+    def verdict_rule(cls, cfg):
+        threshold = cfg.threshold
+        return lambda verdict: above_threshold(verdict, "score", threshold)
 
     def describe(self) -> dict:
         return {"input": self.input, "threshold": self.threshold}

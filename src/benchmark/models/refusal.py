@@ -159,10 +159,6 @@ class ReplyRefusal(TrainedClassifier):
         return out
 
     @classmethod
-    def verdict_problem(cls, cfg, verdict):
-        return cls.verdict_rule(cfg)(verdict)
-
-    @classmethod
     def verdict_rule(cls, cfg):
         """A refusal where the classifier's margin reaches 0 or a listed phrase opens the reply, flagged where it is a
         full one; a label the verdict can have; the score the threshold plus the margin."""
@@ -193,7 +189,8 @@ class ReplyRefusal(TrainedClassifier):
             if not reads_classifier and not off and (label == "full_compliance") is not (phrase_ is None):
                 return f"label {label} from the phrases alone, with phrase {phrase_!r}"
             if not reads_classifier:
-                return None if margin < 0 else "a margin at or over the threshold from a classifier the judge leaves out"
+                return (None if margin < 0 else
+                        "a margin at or over the threshold from a classifier the judge leaves out")
             if margin < 0 and label != ("full_refusal" if phrase_ is not None or off else "full_compliance"):
                 return f"label {label} under the classifier's threshold, with phrase {phrase_!r}"
             if margin >= 0 and label == "full_compliance":
