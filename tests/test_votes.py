@@ -243,3 +243,18 @@ def test_a_voter_name_with_a_line_break_at_its_end_is_refused(chatbot):
     path.write_text(json.dumps(card))
     found = problems_of(chatbot)
     assert any("diasafety_chatbot.json: judges[1].voter: 'context\\n': letters, digits" in p for p in found), found[:5]
+
+
+def test_a_cards_check_makes_each_judges_rule_once_not_once_per_vote(tmp_path, monkeypatch):
+    """A card holds hundreds or thousands of one judge's votes: the rule that checks them, which reads the judge's
+    config (reply-refusal's settings and phrases, its manifest), is made once per judge and applied to every vote."""
+    from benchmark.models.refusal import ReplyRefusal
+
+    folder = _copy(tmp_path, "gpt-4-xstest", "xstest.json")
+    made, real = [], ReplyRefusal.verdict_rule.__func__
+    monkeypatch.setattr(ReplyRefusal, "verdict_rule",
+                        classmethod(lambda cls, cfg: made.append(cfg.name) or real(cls, cfg)))
+    assert problems_of(folder) == []
+    votes = [v for s in S.read_samples(folder / "xstest.samples.jsonl.gz") for r in s["responses"]
+             for j in r["judgements"].values() for v in j["votes"].values()]
+    assert len(votes) >= 450 and made == ["reply-refusal"]
