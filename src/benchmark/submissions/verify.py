@@ -136,7 +136,7 @@ def rerun_config(card: ScoreCard, configs: dict, ids: list[str], tmp: Path, data
     with open_dict(cfg):
         cfg.data_root = data_root
         cfg.ids = ids
-        cfg.model = model_config_node(configs["model"])
+        cfg.model = model_config_node(configs["model"], writable=True)
         if card.judges:
             voters: dict[str, list[str]] = {}
             for j in card.judges:
@@ -146,7 +146,7 @@ def rerun_config(card: ScoreCard, configs: dict, ids: list[str], tmp: Path, data
                 "models": {j.voter: OmegaConf.to_container(model_config_node(configs[judge_role(j.voter)]))
                            for j in card.judges}})
         if card.attacker is not None:
-            cfg.attacker = model_config_node(configs["attacker"])
+            cfg.attacker = model_config_node(configs["attacker"], writable=True)
     return cfg
 
 
