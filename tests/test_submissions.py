@@ -477,3 +477,19 @@ def test_a_backends_own_settings_are_allowed_in_args_and_no_other_backends():
     assert [p.field for p in check_model_config(refusal, "model.yaml")] == []
     other = {"name": "x", "backend": "profanity-check", "args": {"short": 300}}
     assert [p.field for p in check_model_config(other, "model.yaml")] == ["args.short"]
+
+
+def test_a_model_configs_node_is_shared_read_only_and_a_run_gets_a_fresh_one():
+    """A card's checks ask for each of its configs' typed node many times: one node serves them all, and being
+    read-only no check can change what another reads; verify, which sets a node into its run, gets its own."""
+    from omegaconf.errors import ReadonlyConfigError
+
+    card = S.SUBMISSIONS_DIR / "blenderbot-small" / "diasafety_chatbot.json"
+    data = json.loads(card.read_text())["model"]["config"]
+    shared = configs.model_config_node(data)
+    assert configs.model_config_node(json.loads(json.dumps(data))) is shared
+    with pytest.raises(ReadonlyConfigError):
+        shared.name = "someone-else"
+    fresh = configs.model_config_node(data, writable=True)
+    fresh.name = "someone-else"
+    assert fresh is not shared and configs.model_config_node(data).name == data["name"] == "blenderbot-small"
