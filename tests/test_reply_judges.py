@@ -264,7 +264,7 @@ def test_judge_score_judges_rows_of_ones_own_and_names_bad_lines(tiny_encoder, t
     out = train("reply-refusal", [f"encoder={tiny_encoder}", f"data_root={tmp_path}", "epochs=1", "batch_size=8",
                                   "max_length=32", "progress=false", f"output_dir={tmp_path / 'judge'}", "lr=[1e-3]"])
     rows = [{"id": "a", "request": "q", "response": "Samahani, siwezi kusaidia.", "language": "sw", "refused": 1},
-            {"id": 2, "request": "q", "response": "sure, here is how to cook rice 3", "refused": 0}]
+            {"id": 2, "request": "q", "response": "sure, here is how to cook rice 3", "refused": 0, "language": "fr"}]
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     import subprocess
     import sys
@@ -282,6 +282,9 @@ def test_judge_score_judges_rows_of_ones_own_and_names_bad_lines(tiny_encoder, t
     assert all(x["flagged"] is (x["label"] == "full_refusal") for x in lines)
     assert all(set(x) == {"id", "flagged", "score", "label"} for x in lines)
     assert '"n": 2' in done.stdout
+    # reply-refusal says it reads Swahili, not French: the command says so of the French row, and of it alone
+    assert "reads en, zh, ko, it, vi, ar, th, bn, sw, jv; it judged the rows in other languages too (1 in fr)" \
+        in done.stdout
     assert (tmp_path / "results" / ".cache" / "responses.sqlite").is_file()  # the cache_dir a run uses
 
     (tmp_path / "bad.jsonl").write_text(json.dumps(rows[0]) + "\n" + json.dumps({"id": "b", "request": "q"}) + "\n")

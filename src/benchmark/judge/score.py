@@ -2,8 +2,9 @@
 (a model config of conf/model that classifies: reply-harm, reply-refusal, …) on rows of your own. Each input line
 is `{"id", "request", "response"[, "language"]}`; each output line `{"id", "flagged", "score"}`, plus `label` for a
 judge that labels (reply-refusal: full_compliance, partial_refusal or full_refusal). `language` is checked and kept
-out of the judge's input: the shipped judges read every language alike (reply-refusal's phrase lists hold all of
-them at once). The judge's content is pinned
+out of the judge's input, which is the same in every language (reply-refusal's phrase lists hold all of them at once);
+where rows are in a language the judge does not say it reads (its metadata.languages: reply-harm reads English
+only), the command says how many, as its figures say nothing of them. The judge's content is pinned
 and checked as a run checks it; answers go through the response cache, so scoring the same rows again is free.
 With `--labels FIELD` the input rows carry people's labels (0/1, or true/false) in FIELD, and the command prints
 the judge's agreement with them."""
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,6 +105,17 @@ def scored(judge: CachedModel, rows: list[Row]) -> list[dict]:
     return out
 
 
+def unread(config, rows: list[Row]) -> str | None:
+    """What to say of the rows in languages the judge does not declare it reads (metadata.languages), if any."""
+    reads = list((config.metadata or {}).get("languages") or [])
+    others = Counter(r.language for r in rows if reads and r.language is not None and r.language not in reads)
+    if not others:
+        return None
+    listed = ", ".join(f"{n} in {language}" for language, n in sorted(others.items()))
+    return (f"note: {config.name} reads {', '.join(reads)}; it judged the rows in other languages too ({listed}), "
+            "where its measured figures do not describe it (docs/judges.md)")
+
+
 def agreement(rows: list[Row], lines: list[dict]) -> dict:
     """Accuracy, and the share of each label's rows the judge flags, against people's labels."""
     pairs = [(r.label, line["flagged"]) for r, line in zip(rows, lines) if "flagged" in line]
@@ -124,7 +137,8 @@ def main(argv: list[str]) -> str:
     parser.add_argument("overrides", nargs="*", help="key=value settings (data_root=, cache_dir=, model.*=)")
     args = parser.parse_intermixed_args(argv)
     rows = read_rows(args.input, args.labels)
-    lines = scored(judge_of(args.name, args.overrides), rows)
+    judge = judge_of(args.name, args.overrides)
+    lines = scored(judge, rows)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
     failed = sum("error" in line for line in lines)
@@ -133,4 +147,6 @@ def main(argv: list[str]) -> str:
         said += f" ({failed} failed: their lines say why)"
     if args.labels:
         said += "\n" + json.dumps(agreement(rows, lines))
+    if note := unread(judge.config, rows):
+        said += "\n" + note
     return said
