@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import json
 import math
+import threading
 from pathlib import PurePosixPath
 from typing import Any, get_args, get_type_hints
 
@@ -175,17 +176,19 @@ def model_config_node(data: dict, writable: bool = False):
     if writable:
         return OmegaConf.merge(OmegaConf.structured(ModelConfig), data)
     key = json.dumps(data, default=str)
-    node = _NODES.pop(key, None)
-    if node is None:
-        node = OmegaConf.merge(OmegaConf.structured(ModelConfig), data)
-        OmegaConf.set_readonly(node, True)
-    _NODES[key] = node  # the most recently asked last
-    while len(_NODES) > 256:
-        _NODES.pop(next(iter(_NODES)))
+    with _NODES_LOCK:  # the board's server checks cards on several threads
+        node = _NODES.pop(key, None)
+        if node is None:
+            node = OmegaConf.merge(OmegaConf.structured(ModelConfig), data)
+            OmegaConf.set_readonly(node, True)
+        _NODES[key] = node  # the most recently asked last
+        while len(_NODES) > 256:
+            _NODES.pop(next(iter(_NODES)))
     return node
 
 
 _NODES: dict[str, Any] = {}  # model_config_node's read-only nodes by their config's JSON, least recently asked first
+_NODES_LOCK = threading.Lock()
 
 
 def full_config(data: dict, cls=None) -> dict:
