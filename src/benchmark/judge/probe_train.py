@@ -173,9 +173,9 @@ def fit_head(f_train: np.ndarray, y_train: np.ndarray, f_val: np.ndarray, y_val:
                                       scoring="roc_auc").mean()) for c in c_grid}
     c = max(tried, key=lambda k: (tried[k], -k))
     fit = LogisticRegression(C=c, max_iter=5000).fit(s_train, y_train)
-    head = Head(mean, scale, fit.coef_[0].astype(np.float32), fit.intercept_.astype(np.float32), c, tried, 0.0, {})
-    head.threshold, head.val = youden(y_val, head.logits(f_val))
-    return head
+    weight, bias = fit.coef_[0].astype(np.float32), fit.intercept_.astype(np.float32)
+    threshold, val = youden(y_val, ((f_val - mean) / scale) @ weight + bias[0])
+    return Head(mean, scale, weight, bias, c, tried, threshold, val)
 
 
 def train(name: str, overrides: list[str] = ()) -> Path:
@@ -199,20 +199,19 @@ def train(name: str, overrides: list[str] = ()) -> Path:
     f_train = features(probe, x_train, read_as / "train", say)
     f_val = features(probe, x_val, read_as / "val", say)
     head = fit_head(f_train, y_train, f_val, y_val, cfg.c_grid)
-    c, tried, threshold, val = head.c, head.tried, head.threshold, head.val
     save_file({"mean": head.mean.astype(np.float32), "scale": head.scale.astype(np.float32), "weight": head.weight,
                "bias": head.bias}, str(out / HEAD))
     manifest = {
-        "base": base, "messages": messages, "threshold": round(threshold, 6),
+        "base": base, "messages": messages, "threshold": round(head.threshold, 6),
         "weights_sha256": hashlib.sha256((out / HEAD).read_bytes()).hexdigest(), "set": cfg.set,
-        "val": val, "train": {"n": int(len(y_train)), "unsafe": int(y_train.sum()), "c": c,
-                              "cv_auc": {str(k): round(v, 4) for k, v in tried.items()},
-                              "path": cfg.train.path, "seed": cfg.train.seed, "val_path": cfg.val.path,
-                              "val_n": int(len(y_val)), "val_seed": cfg.val.seed},
+        "val": head.val, "train": {"n": int(len(y_train)), "unsafe": int(y_train.sum()), "c": head.c,
+                                   "cv_auc": {str(k): round(v, 4) for k, v in head.tried.items()},
+                                   "path": cfg.train.path, "seed": cfg.train.seed, "val_path": cfg.val.path,
+                                   "val_n": int(len(y_val)), "val_seed": cfg.val.seed},
         "suite_version": __version__,
     }
     write_json(out / MANIFEST, manifest)
-    say(f"C={c} (5-fold AUC {tried[c]:.3f}); threshold {threshold:.3f}: val {val}")
+    say(f"C={head.c} (5-fold AUC {head.tried[head.c]:.3f}); threshold {head.threshold:.3f}: val {head.val}")
     if cfg.test is not None:
         x_test, y_test = pairs(cfg, cfg.test, f"probe {name}: test")
         trained = Probe(out, base=probe.base, name=name)
