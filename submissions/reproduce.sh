@@ -61,7 +61,7 @@ fi
 # below still re-runs a sample live). A recall reads the card with the task as it ran: recall before changing a task
 for entry in "${CARDS[@]}"; do
   read -r model task <<<"$entry"
-  case "$task" in diasafety_chatbot*|multijail*|toxicchat*|goal_*) [ -f "submissions/$model/$task.json" ] \
+  case "$task" in diasafety_chatbot*|multijail*|toxicchat*|goal_*|xstest) [ -f "submissions/$model/$task.json" ] \
     && python -m benchmark.submit recall "submissions/$model/$task.json" ;; esac
 done
 if [ $# -gt 0 ]; then

@@ -467,6 +467,17 @@ def test_recall_takes_a_cards_answers_when_only_its_figures_are_stale(tmp_path, 
         recall(card_path, str(data_root), tmp_path / "other-cache")
 
 
+def test_recall_takes_the_answers_of_a_task_that_counts_its_judges_labels(tmp_path, data_root):
+    """XSTest's rates count the refusal judge's labels: the judge a recall stands in for today's labels nothing, and
+    the recall still fills the cache (it once stopped at scoring: "its judge gives no labels")."""
+    from benchmark.submissions.recall import recall
+
+    folder = copy_published("gpt-4-xstest", tmp_path / "submissions" / "gpt-4-xstest", ("xstest",))
+    cache = tmp_path / "cache"
+    assert recall(folder / "xstest.json", str(data_root), cache) == 450
+    assert (cache / "responses.sqlite").is_file()
+
+
 def test_a_backends_own_settings_are_allowed_in_args_and_no_other_backends():
     """A backend declares the args it reads as its own settings (reply-refusal's verdict rule); a submitted config of
     another backend may not set them."""

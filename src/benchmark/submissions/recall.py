@@ -40,18 +40,19 @@ class _Recalled(Backend):
 
 
 class _Unjudged(Backend):
-    """A judge that flags nothing (an empty answer parses as no label): a recall only fills the cache, so that every
-    recorded turn is played whatever today's judges would say of it."""
+    """A judge that flags nothing and labels nothing (an empty answer parses as no label; a classifier's label is
+    None, so that a task's label rates, XSTest's, count none): a recall only fills the cache, so that every recorded
+    turn is played whatever today's judges would say of it."""
 
     operations = frozenset({"generate", "classify"})
     requests_go = Reach.LOCAL
-    answer_shape = "verdict-2"
+    answer_shape = "verdict-unlabelled"  # its own cache key: a stand-in's answers cached without a label stay unread
 
     def generate(self, conversations, generation, seeds=None):
         return [""] * len(conversations)
 
     def classify(self, inputs):
-        return [{"unsafe": False, "score": 0.0} for _ in inputs]
+        return [{"unsafe": False, "score": 0.0, "label": None} for _ in inputs]
 
     def usage(self, requests, answers):
         return [None] * len(requests)
