@@ -36,7 +36,6 @@ from . import checked
 from .base import CARD_SUFFIX, KEY_NAME, MAX_BOOTSTRAP, SAMPLES_SUFFIX, Problem, TaskEntry, task_registry
 from .checked import CheckStore, Given
 from .configs import check_model_config, full_config, model_config_node
-from ..judging.card_figures import record_problems
 from .privacy import private_values
 from .samples import DATA_KEYS, read_samples
 from .signing import verification_problems
@@ -274,6 +273,8 @@ def _rule_problems(path: Path, raw: dict, card: ScoreCard, model_config: dict | 
         problems += [Problem(where, f, what) for f, what in voter_problems(card, _steps(card))]
         problems += [Problem(where, f, what) for f, what in usage_problems(card)]
         if not validation_problems:  # the figures and flags the shipped validity record gives these judges
+            from ..judging.card_figures import record_problems  # here: it imports this package, which imports this
+
             problems += record_problems(card, _kind(card), where)
     problems += [Problem(where, f, f"holds {what}; package runs with `python -m benchmark.submit`")
                  for f, what in private_values({k: v for k, v in raw.items() if k != "verification"})]
