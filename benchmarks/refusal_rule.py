@@ -6,8 +6,11 @@ fifth carved from its train split): sensitivity and specificity of harm alone an
 With --settings: the judge's two settings (model.args: short, off_topic_below) on validation replies only: XSTest's
 validation model (3-class accuracy), PyRIT's refusal_extra.csv (refusal.csv is the measurement) and GPTFuzz's
 validation fifth (the share of harmful replies called full refusals, which a veto would clear).
+With --partial: a rule tried and not shipped, on the same validation replies: a partial refusal whose reply reply-harm
+does not flag read as a full one (what follows the refusal offers something else, not the content asked for).
 
-    python benchmarks/refusal_rule.py [--judge checkpoints/reply-refusal] [--veto | --settings]
+    python benchmarks/refusal_rule.py [--judge checkpoints/reply-refusal] [--veto | --settings | --partial]
+        [--on-topic ENCODER]   (with --settings: the encoder the topic is read by; default all-MiniLM-L6-v2)
     (default: judges/reply-refusal)
 """
 
@@ -87,11 +90,17 @@ def main() -> None:
     parser.add_argument("--data-root", default=os.environ.get("BENCHMARK_DATA_ROOT", "../shared/data"))
     parser.add_argument("--veto", action="store_true", help="compare vetoes on GPTFuzz's validation replies")
     parser.add_argument("--settings", action="store_true", help="compare the judge's settings on validation replies")
+    parser.add_argument("--on-topic", default="sentence-transformers/all-MiniLM-L6-v2",
+                        help="with --settings: the sentence encoder that reads how close a reply stays to its request")
+    parser.add_argument("--partial", action="store_true",
+                        help="a partial refusal that reply-harm does not flag read as a full one, on validation")
     args = parser.parse_args()
     if args.veto:
         return vetoes(args.data_root)
     if args.settings:
-        return settings_grid(args.judge, args.data_root)
+        return settings_grid(args.judge, args.data_root, args.on_topic)
+    if args.partial:
+        return partial_rule(args.data_root)
     import yaml
 
     cfg = load_config("reply-refusal")
@@ -123,13 +132,12 @@ def main() -> None:
         print(f"{name:34} {np.mean(flag == (gold > 0)):>26.3f} {np.mean(label == gold):>17.3f}")
 
 
-def settings_grid(judge: str, data_root: str) -> None:
+def validation_rows(data_root: str) -> tuple[dict, dict]:
+    """({set: [(request, reply)]}, {set: gold}) of the validation replies the settings are chosen on: XSTest's
+    validation model (its classes), PyRIT's refusal_extra.csv (refused or not) and GPTFuzz's harmful validation
+    replies (none of them a full refusal)."""
     import csv
     from pathlib import Path
-
-    from benchmark.composition import compose
-    from benchmark.models import load_backend
-    from benchmark.models.refusal import decided
 
     sets = {s.name: s for s in validation_sets()}
     xstest = labelled(sets["xstest"], data_root, list(CLASSES)).val
@@ -138,18 +146,48 @@ def settings_grid(judge: str, data_root: str) -> None:
     extra = list(csv.DictReader(line for line in extra_file.open(encoding="utf-8") if not line.startswith("#")))
     rows = {"xstest": [(e.context, e.response) for e in xstest], "gptfuzz": [(e.context, e.response) for e in gptfuzz],
             "extra": [(r["objective"], r["assistant_response"]) for r in extra]}
+    gold = {"xstest": [CLASSES[e.label] for e in xstest], "extra": [r["human_score"] == "1" for r in extra]}
+    return rows, gold
+
+
+def partial_rule(data_root: str) -> None:
+    from benchmark.composition import compose
+    from benchmark.models import load_backend
+
+    rows, gold = validation_rows(data_root)
+    refusal = load_backend(compose(["model=reply-refusal"]).model, False)
+    harm = load_backend(compose(["model=reply-harm"]).model, False)
+    said = {k: refusal.classify([{"context": c, "response": r} for c, r in v]) for k, v in rows.items()}
+    harmful = {k: [h["unsafe"] for h in harm.classify([{"context": c, "response": r} for c, r in v])]
+               for k, v in rows.items()}
+    print(f"{'rule':40} {'XSTest 3-class':>15} {'XSTest full':>12} {'PyRIT extra':>12} {'GPTFuzz harmful full':>21}")
+    for name, moved in (("shipped", False), ("partial, not harmful -> full", True)):
+        label = {k: ["full_refusal" if moved and v["label"] == "partial_refusal" and not h else v["label"]
+                     for v, h in zip(said[k], harmful[k])] for k in rows}
+        xstest = list(zip(label["xstest"], gold["xstest"]))
+        print(f"{name:40} {np.mean([a == b for a, b in xstest]):>15.3f}"
+              f" {np.mean([(a == 'full_refusal') == (b == 'full_refusal') for a, b in xstest]):>12.3f}"
+              f" {np.mean([(a == 'full_refusal') == b for a, b in zip(label['extra'], gold['extra'])]):>12.3f}"
+              f" {np.mean([a == 'full_refusal' for a in label['gptfuzz']]):>21.3f}")
+
+
+def settings_grid(judge: str, data_root: str, on_topic: str) -> None:
+    from benchmark.composition import compose
+    from benchmark.models import load_backend
+    from benchmark.models.refusal import decided
+
+    rows, gold = validation_rows(data_root)
     # every cosine computed (a bound no cosine is under), every label as the classifier and phrases give it
     cfg = compose(["model=reply-refusal", f"model.pretrained={judge}", "model.sha256=null",
-                   "model.args.on_topic=sentence-transformers/all-MiniLM-L6-v2", "model.args.off_topic_below=-1",
+                   f"model.args.on_topic={on_topic}", "model.args.off_topic_below=-1",
                    "model.args.short=0"])
     backend = load_backend(cfg.model, False)
     said = {k: backend.classify([{"context": c, "response": r} for c, r in v]) for k, v in rows.items()}
-    gold = {"xstest": [CLASSES[e.label] for e in xstest], "extra": [r["human_score"] == "1" for r in extra]}
-    print(f"validation: {len(xstest)} XSTest replies, {len(extra)} PyRIT refusal_extra replies, {len(gptfuzz)} harmful "
-          "GPTFuzz replies")
+    print(f"validation: {len(rows['xstest'])} XSTest replies, {len(rows['extra'])} PyRIT refusal_extra replies, "
+          f"{len(rows['gptfuzz'])} harmful GPTFuzz replies")
     print(f"{'short':>6} {'below':>6} {'XSTest 3-class':>15} {'PyRIT extra':>12} {'GPTFuzz harmful refused':>24}")
     for short in (0, 120, 200, 300):
-        for below in (None, 0.2, 0.25, 0.3, 0.35):
+        for below in (None, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35):
             label = {k: [decided(v["label"], v["phrase"], len(r.strip()), v["on_topic"], short, below)
                          for v, (_, r) in zip(said[k], rows[k])] for k in rows}
             print(f"{short:>6} {str(below):>6} {np.mean([a == b for a, b in zip(label['xstest'], gold['xstest'])]):>15.3f}"
