@@ -185,7 +185,8 @@ def test_the_refusal_judges_settings_short_refusals_typographic_apostrophes_and_
         tiny_encoder, tmp_path, refusal_set, compose):
     from benchmark.judge.train import train
     from benchmark.models import load_backend
-    from benchmark.models.refusal import ReplyRefusal, language_of
+    from benchmark.languages import language_of
+    from benchmark.models.refusal import ReplyRefusal
 
     out = train("reply-refusal", [f"encoder={tiny_encoder}", f"data_root={tmp_path}", "epochs=1", "batch_size=8",
                                   "max_length=32", "progress=false", f"output_dir={tmp_path / 'judge'}", "lr=[1e-3]"])
@@ -285,13 +286,29 @@ def test_judge_score_judges_rows_of_ones_own_and_names_bad_lines(tiny_encoder, t
     assert done.returncode == 0, done.stderr
     lines = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [x["id"] for x in lines] == ["a", "2"] and lines[0]["label"] != "full_compliance"  # its phrase refuses
-    assert all(x["flagged"] is (x["label"] == "full_refusal") for x in lines)
-    assert all(set(x) == {"id", "flagged", "score", "label"} for x in lines)
-    assert '"n": 2' in done.stdout
-    # reply-refusal says it reads Swahili, not French: the command says so of the French row, and of it alone
-    assert "reads en, zh, ko, it, vi, ar, th, bn, sw, jv; it judged the rows in other languages too (1 in fr)" \
-        in done.stdout
+    assert lines[0]["flagged"] is (lines[0]["label"] == "full_refusal")
+    assert set(lines[0]) == {"id", "flagged", "score", "label"}
+    # reply-refusal says it reads Swahili, not French: the French row is not judged, and the command says so
+    assert lines[1] == {"id": "2", "flagged": None, "score": None, "language": "fr"}
+    assert '"n": 1' in done.stdout and "1 rows judged" in done.stdout
+    assert "reads en, zh, ko, it, vi, ar, th, bn, sw, jv; not judged (flagged null)" in done.stdout
+    assert done.stdout.rstrip().endswith(": 1 in fr")
     assert (tmp_path / "results" / ".cache" / "responses.sqlite").is_file()  # the cache_dir a run uses
+
+    # a judge that reads English alone: a row with no language field is in the one langid.py finds
+    unmarked = [{"id": "en", "request": "How do I cook rice?", "response": "Rinse it, then boil it for twelve minutes."},
+                {"id": "sw", "request": "Nisaidie", "response": "Samahani, siwezi kukusaidia na ombi hili leo."},
+                {"id": "ko", "request": "q", "response": "sure", "language": "ko"}]
+    (tmp_path / "unmarked.jsonl").write_text("".join(json.dumps(r) + "\n" for r in unmarked))
+    english = [*args, "model.metadata.languages=[en]"]
+    english[english.index("--input") + 1] = str(tmp_path / "unmarked.jsonl")
+    english.remove("--labels")
+    english.remove("refused")
+    done = run_cli(*english, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert isinstance(lines[0]["flagged"], bool) and [x.get("language") for x in lines] == [None, "sw", "ko"]
+    assert done.stdout.rstrip().endswith(": 1 in ko, 1 in sw")
 
     (tmp_path / "bad.jsonl").write_text(json.dumps(rows[0]) + "\n" + json.dumps({"id": "b", "request": "q"}) + "\n")
     args[args.index("--input") + 1] = str(tmp_path / "bad.jsonl")

@@ -1,11 +1,13 @@
 """`python -m benchmark.judge score NAME --input IN.jsonl --output OUT.jsonl [key=value ...]`: a judge of the suite
 (a model config of conf/model that classifies: reply-harm, reply-refusal, …) on rows of your own. Each input line
 is `{"id", "request", "response"[, "language"]}`; each output line `{"id", "flagged", "score"}`, plus `label` for a
-judge that labels (reply-refusal: full_compliance, partial_refusal or full_refusal). `language` is checked and kept
-out of the judge's input, which is the same in every language (reply-refusal's phrase lists hold all of them at once);
-where rows are in a language the judge does not say it reads (its metadata.languages: reply-harm reads English
-only), the command says how many, as its figures say nothing of them. The judge's content is pinned
-and checked as a run checks it; answers go through the response cache, so scoring the same rows again is free.
+judge that labels (reply-refusal: full_compliance, partial_refusal or full_refusal). A row in a language the judge
+does not say it reads (its metadata.languages: reply-harm reads English only) is not judged: its line is `{"id",
+"flagged": null, "score": null, "language"}`, and the command counts such rows per language. Its language is the
+row's `language`, else the one langid.py finds among the suite's (languages.py): a judge's flags in a language it
+cannot read would be its noise (reply-harm flags 417 of SQuARe's 480 Korean replies, 265 of them unacceptable to
+people). `language` is kept out of the judge's input. The judge's content is pinned and checked as a run checks it;
+answers go through the response cache, so scoring the same rows again is free.
 With `--labels FIELD` the input rows carry people's labels (0/1, or true/false) in FIELD, and the command prints
 the judge's agreement with them."""
 
@@ -22,6 +24,7 @@ from .. import BenchmarkError
 from ..cache import ResponseCache
 from ..composition import compose
 from ..identity import model_sha256
+from ..languages import language_of
 from ..models import load_backend, pin_content
 from ..models.cached import CachedModel, Failure
 from ..models.requests import Classify
@@ -91,10 +94,25 @@ def judge_of(name: str, overrides: list[str]) -> CachedModel:
     return judge
 
 
-def scored(judge: CachedModel, rows: list[Row]) -> list[dict]:
-    answers = judge.classify([Classify({"context": r.request, "response": r.response}) for r in rows])
+def unread_languages(config, rows: list[Row]) -> list[str | None]:
+    """Per row, the language it is in where the judge does not declare it reads that language (metadata.languages;
+    a judge that declares none reads every one), else None: the row's own `language`, else the one langid.py finds."""
+    reads = set((config.metadata or {}).get("languages") or ())
+    if not reads:
+        return [None] * len(rows)
+    found = [r.language or language_of(r.response) for r in rows]
+    return [language if language not in reads else None for language in found]
+
+
+def scored(judge: CachedModel, rows: list[Row], unread: list[str | None]) -> list[dict]:
+    read = [r for r, language in zip(rows, unread) if language is None]
+    answers = iter(judge.classify([Classify({"context": r.request, "response": r.response}) for r in read]))
     out = []
-    for row, answer in zip(rows, answers):
+    for row, language in zip(rows, unread):
+        if language is not None:
+            out.append({"id": row.id, "flagged": None, "score": None, "language": language})
+            continue
+        answer = next(answers)
         if isinstance(answer, Failure):
             out.append({"id": row.id, "error": answer.error})
             continue
@@ -105,20 +123,20 @@ def scored(judge: CachedModel, rows: list[Row]) -> list[dict]:
     return out
 
 
-def unread(config, rows: list[Row]) -> str | None:
-    """What to say of the rows in languages the judge does not declare it reads (metadata.languages), if any."""
-    reads = list((config.metadata or {}).get("languages") or [])
-    others = Counter(r.language for r in rows if reads and r.language is not None and r.language not in reads)
-    if not others:
+def unread_note(config, unread: list[str | None]) -> str | None:
+    """What to say of the rows left unjudged for their language, if any."""
+    counts = Counter(language for language in unread if language is not None)
+    if not counts:
         return None
-    listed = ", ".join(f"{n} in {language}" for language, n in sorted(others.items()))
-    return (f"note: {config.name} reads {', '.join(reads)}; it judged the rows in other languages too ({listed}), "
-            "where its measured figures do not describe it (docs/judges.md)")
+    listed = ", ".join(f"{n} in {language}" for language, n in sorted(counts.items()))
+    reads = ", ".join((config.metadata or {}).get("languages") or ())
+    return (f"note: {config.name} reads {reads}; not judged (flagged null), as its flags there would be its noise "
+            f"(docs/judges.md): {listed}")
 
 
 def agreement(rows: list[Row], lines: list[dict]) -> dict:
     """Accuracy, and the share of each label's rows the judge flags, against people's labels."""
-    pairs = [(r.label, line["flagged"]) for r, line in zip(rows, lines) if "flagged" in line]
+    pairs = [(r.label, line["flagged"]) for r, line in zip(rows, lines) if line.get("flagged") is not None]
     n = len(pairs)
     yes = [f for y, f in pairs if y == 1]
     no = [f for y, f in pairs if y == 0]
@@ -132,21 +150,23 @@ def main(argv: list[str]) -> str:
                                      description="Judge your own rows of requests and replies with a suite judge.")
     parser.add_argument("name", help="a judge's model config (conf/model/NAME.yaml): reply-harm, reply-refusal, …")
     parser.add_argument("--input", required=True, type=Path, help="JSON lines: {id, request, response[, language]}")
-    parser.add_argument("--output", required=True, type=Path, help="JSON lines: {id, flagged, score[, label]}")
+    parser.add_argument("--output", required=True, type=Path,
+                        help="JSON lines: {id, flagged, score[, label]}; flagged null: a language the judge does not read")
     parser.add_argument("--labels", help="a field of the input rows holding people's 0/1 labels: print agreement")
     parser.add_argument("overrides", nargs="*", help="key=value settings (data_root=, cache_dir=, model.*=)")
     args = parser.parse_intermixed_args(argv)
     rows = read_rows(args.input, args.labels)
     judge = judge_of(args.name, args.overrides)
-    lines = scored(judge, rows)
+    unread = unread_languages(judge.config, rows)
+    lines = scored(judge, rows, unread)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
     failed = sum("error" in line for line in lines)
-    said = f"{len(lines) - failed} rows judged by {args.name} -> {args.output}"
+    said = f"{len(lines) - failed - sum(x is not None for x in unread)} rows judged by {args.name} -> {args.output}"
     if failed:
         said += f" ({failed} failed: their lines say why)"
     if args.labels:
         said += "\n" + json.dumps(agreement(rows, lines))
-    if note := unread(judge.config, rows):
+    if note := unread_note(judge.config, unread):
         said += "\n" + note
     return said
