@@ -3,6 +3,7 @@ that a rebuild asks its models only what the card does not hold."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -16,6 +17,9 @@ from .loading import load_folder
 from .package import typed_card
 from .samples import read_samples
 from .verify import judge_role, rerun_config
+
+
+STALE_MEASURED = re.compile(r"judges\[\d+\]\.measured\.")
 
 
 class _Recalled(Backend):
@@ -65,8 +69,10 @@ def recall(card_path: Path, data_root: str | None, cache_dir: Path) -> int:
     records live. Run it with the task as the card ran it (its version): the recalled run asks what the card's run
     asked. Returns the answers cached."""
     loaded = load_folder(card_path.parent, True, False, only=card_path, data_root=data_root)
-    # figures that today's scoring computes otherwise are what a rebuild is for; any other problem stops the recall
-    blocking = [p for p in loaded.rejected if not p.field.startswith(("metrics.", "breakdown."))]
+    # figures that today's scoring computes otherwise are what a rebuild is for, the judges' figures and procedure
+    # flags a re-measured validity record gives otherwise among them; any other problem stops the recall
+    blocking = [p for p in loaded.rejected if not p.field.startswith(("metrics.", "breakdown.", "judging_validation."))
+                and not STALE_MEASURED.match(p.field)]
     if blocking:
         raise BenchmarkError("the card does not validate; fix it before recalling its answers:\n  " +
                              "\n  ".join(map(str, blocking)))
