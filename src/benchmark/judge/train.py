@@ -156,6 +156,24 @@ def _examples(vs, data_root: str | None, data, classes, where: str) -> tuple[lis
     return examples, [_row_key(row, parts) for row, parts in zip(rows, inputs)], rows
 
 
+def _normal(text: str | None) -> str:
+    return " ".join((text or "").lower().split())
+
+
+def excluded_texts(vs, sets: dict, data_root: str | None, where: str) -> set[str]:
+    """The requests and replies (case and spacing aside) of the sets a set's training rows must not share
+    (train.exclude)."""
+    out = set()
+    for name in vs.train.exclude:
+        if name not in sets:
+            raise BenchmarkError(f"{where}: set {vs.name}'s train.exclude names {name!r}, which is not a set of "
+                                 "conf/judge_validation.yaml")
+        other = sets[name]
+        for parts in judge_inputs(other, labelled_rows(other, data_root), f"{where}: excluded set {name}"):
+            out.update(_normal(v) for v in parts.values() if v.strip())
+    return out
+
+
 def more_rows(cfg, sets: dict) -> list[Example]:
     """The training examples the config's `more_rows` add: from each named set, its training rows outside the share
     it carves for its own validation (a judge trained there is chosen on those), kept and labelled by the templates."""
@@ -169,8 +187,11 @@ def more_rows(cfg, sets: dict) -> list[Example]:
         examples, keys, rows = _examples(vs, cfg.data_root, vs.train.data, (), where)
         held = (np.zeros(len(rows), dtype=bool) if vs.train.val is not None else
                 carve(keys, [e.label for e in examples], vs.train.val_share, vs.train.val_seed))
+        measured = excluded_texts(vs, sets, cfg.data_root, where)
         for row, example, h in zip(rows, examples, held):
-            if h or render(more.keep, row, f"{where}.keep").strip().lower() in ("", "false", "0", "none", "no"):
+            if h or _normal(example.context) in measured or _normal(example.response) in measured:
+                continue
+            if render(more.keep, row, f"{where}.keep").strip().lower() in ("", "false", "0", "none", "no"):
                 continue
             name = render(more.label, row, f"{where}.label").strip()
             names = list(cfg.classes) or ["0", "1"]

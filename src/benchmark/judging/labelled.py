@@ -27,6 +27,9 @@ class TrainSplit:
     # validation rows from a file of their own instead of a carved share: another source's rows (a held-out model's
     # replies), so that what is chosen on them is chosen for rows unlike the training rows
     val: Optional[DataConfig] = None
+    # sets whose requests and replies no training row may hold (a yardstick drawn from the same source): a row sharing
+    # either with one of their rows is left out, so that nothing a judge learns from is measured again
+    exclude: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -41,8 +44,8 @@ class ValidationSet:
     data: DataConfig = field(default_factory=DataConfig)
     input: Dict[str, str] = field(default_factory=dict)  # the judge's named parts (context, response), Jinja over a row
     unsafe: str = MISSING  # Jinja over a row: true where the human label is the positive one (unsafe; refused)
-    # what the label says of a reply: harm (unsafe or not: harm judges are measured on the set) or refusal (refused or
-    # not: refusal judges are)
+    # what the label says of a reply: harm (unsafe or not: harm judges are measured on the set), refusal (refused or
+    # not: refusal judges are) or nothing (training rows only: no judge is measured on it)
     measures: str = "harm"
     # a refusal set's finer label, Jinja over a row: full_compliance | partial_refusal | full_refusal (XSTest's)
     classes: Optional[str] = None
