@@ -186,7 +186,8 @@ def test_a_judge_is_measured_on_the_sets_of_its_tasks_language_and_on_korean_hum
                                                   "pyrit_objective"]
     assert [vs.name for vs in sets_for("ko")] == ["kosbi", "square"]
     assert [vs.name for vs in sets_for("zh")] == ["safetybench_zh_dialogue"]
-    assert [vs.name for vs in sets_for("multi")] == [vs.name for vs in validation_sets()]
+    # every set but those learnt from only (PyRIT's graded harm)
+    assert [vs.name for vs in sets_for("multi")] == [vs.name for vs in validation_sets() if vs.name != "pyrit_harm"]
     assert sets_for("th") == ()
 
 

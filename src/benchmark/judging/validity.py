@@ -49,9 +49,9 @@ def sets_named() -> dict:
 
 def sets_for(language: str, measures: str | None = None) -> tuple:
     """The sets a judge of a task in this language is measured on (`measures`: those that label what its flag says,
-    harm or refusal; None: every set)."""
+    harm or refusal; None: every set a judge is measured on, not those learnt from only)."""
     return tuple(vs for vs in validation_sets() if (language == MULTILINGUAL or vs.language == language)
-                 and measures in (None, vs.measures))
+                 and vs.measures != "nothing" and measures in (None, vs.measures))
 
 
 def record_key(config, config_sha256: str) -> str | None:

@@ -25,6 +25,7 @@ from ..composition import compose, task_schema
 from ..config import ModelMetadata
 from ..data import bundled_file
 from ..identity import essential, file_sha256, model_sha256, reference_sha256, task_sha256
+from ..judging import card_figures  # the module: it imports this package, which imports this
 from ..judging.panels import NOT_MEASURED
 from ..judging.validity import validation_sets
 from ..judging.validity_record import labels_sha256
@@ -273,9 +274,7 @@ def _rule_problems(path: Path, raw: dict, card: ScoreCard, model_config: dict | 
         problems += [Problem(where, f, what) for f, what in voter_problems(card, _steps(card))]
         problems += [Problem(where, f, what) for f, what in usage_problems(card)]
         if not validation_problems:  # the figures and flags the shipped validity record gives these judges
-            from ..judging.card_figures import record_problems  # here: it imports this package, which imports this
-
-            problems += record_problems(card, _kind(card), where)
+            problems += card_figures.record_problems(card, _kind(card), where)
     problems += [Problem(where, f, f"holds {what}; package runs with `python -m benchmark.submit`")
                  for f, what in private_values({k: v for k, v in raw.items() if k != "verification"})]
     samples = card.samples
