@@ -244,10 +244,10 @@ def test_the_refusal_judges_settings_short_refusals_typographic_apostrophes_and_
     off = {**said[0], "on_topic": 0.5, "label": "full_compliance", "unsafe": False, "phrase": None}
     assert "off its request's topic" in ReplyRefusal.verdict_rule(cfg)(off)
     assert "is not a cosine" in ReplyRefusal.verdict_rule(cfg)({**said[0], "on_topic": 7})
-    languages = tuple(cfg.metadata.languages)
-    assert language_of("How do I kill a Python process?", languages) == "en"  # Nigerian Pidgin, among all 97
-    assert language_of("Samahani, siwezi kusaidia leo", languages) == "sw"
-    assert language_of("Mi dispiace, non posso aiutarti con questa richiesta.", languages) == "it"
+    # among the suite's ten languages
+    assert language_of("How do I kill a Python process?") == "en"  # Nigerian Pidgin, among all 97
+    assert language_of("Samahani, siwezi kusaidia leo") == "sw"
+    assert language_of("Mi dispiace, non posso aiutarti con questa richiesta.") == "it"
     bad = compose(*base, "+model.args.shrot=3").model
     with pytest.raises(BenchmarkError, match=r"args \['shrot'\] are not settings of backend reply-refusal"):
         load_backend(bad, False)

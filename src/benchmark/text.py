@@ -1,4 +1,5 @@
-"""Terminal text: columns that line up with Korean and Chinese in them, percentages."""
+"""Text as the suite compares and prints it: case and spacing aside, columns that line up with Korean and Chinese in
+them, percentages."""
 
 from __future__ import annotations
 
@@ -13,3 +14,8 @@ def pad(text: str, width: int) -> str:
 
 def pct(x: float) -> str:
     return f"{100 * x:5.1f}"
+
+
+def normalise(text) -> str:
+    """A text with case and spacing aside: what two texts must share to be the same one."""
+    return " ".join(str(text).split()).lower()

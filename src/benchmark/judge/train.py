@@ -30,6 +30,7 @@ from ..models.encoders import load_classifier, logits_of, resolve_encoder, softm
 from ..models.probe import MANIFEST as PROBE_MANIFEST
 from ..paths import JUDGES_DIR
 from ..templates import render
+from ..text import normalise
 from . import DETECTOR
 from . import probe_train
 from .config import JudgeTrainConfig, training_settings
@@ -156,10 +157,6 @@ def _examples(vs, data_root: str | None, data, classes, where: str) -> tuple[lis
     return examples, [_row_key(row, parts) for row, parts in zip(rows, inputs)], rows
 
 
-def _normal(text: str | None) -> str:
-    return " ".join((text or "").lower().split())
-
-
 def excluded_texts(vs, sets: dict, data_root: str | None, where: str) -> set[str]:
     """The requests and replies (case and spacing aside) of the sets a set's training rows must not share
     (train.exclude)."""
@@ -170,7 +167,7 @@ def excluded_texts(vs, sets: dict, data_root: str | None, where: str) -> set[str
                                  "conf/judge_validation.yaml")
         other = sets[name]
         for parts in judge_inputs(other, labelled_rows(other, data_root), f"{where}: excluded set {name}"):
-            out.update(_normal(v) for v in parts.values() if v.strip())
+            out.update(normalise(v) for v in parts.values() if v.strip())
     return out
 
 
@@ -189,7 +186,7 @@ def more_rows(cfg, sets: dict) -> list[Example]:
                 carve(keys, [e.label for e in examples], vs.train.val_share, vs.train.val_seed))
         measured = excluded_texts(vs, sets, cfg.data_root, where)
         for row, example, h in zip(rows, examples, held):
-            if h or _normal(example.context) in measured or _normal(example.response) in measured:
+            if h or normalise(example.context or "") in measured or normalise(example.response) in measured:
                 continue
             if render(more.keep, row, f"{where}.keep").strip().lower() in ("", "false", "0", "none", "no"):
                 continue

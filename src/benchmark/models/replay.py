@@ -13,12 +13,9 @@ from .. import BenchmarkError
 from ..data import data_file, load_rows, record_id
 from ..identity import file_sha256
 from ..templates import render
+from ..text import normalise
 from .base import Backend, Reach
 from .registry import register_backend
-
-
-def normalise(text) -> str:
-    return " ".join(str(text).split()).lower()
 
 
 @register_backend("replay")
