@@ -149,6 +149,11 @@ def overview_page(cards: list, registry: dict) -> None:
     if "not verified" in frame.columns:
         st.warning("Unverified cards are ranked here too: the column \"not verified\" names the tasks "
                    "whose figures in a row come from a card no verifier has re-run and signed.")
+    if T.UNBACKED in frame.columns:
+        st.caption(f"The column \"{T.UNBACKED}\" names, per task, the languages a row's headline averages whose "
+                   "rates its judges cannot back: not measured in that language, or barely telling harmful from "
+                   "safe there (Youden's J under the task's floor). The headline is then no finding about those "
+                   "languages; the task's page gives the rate in each.")
     figures = heads + [c for c in frame.columns if c.endswith(" · judge F1")]
     st.dataframe(frame, column_config={c: st.column_config.NumberColumn(format="%.1f") for c in figures},
                  hide_index=True, width="stretch", placeholder="",

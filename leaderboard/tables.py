@@ -164,12 +164,15 @@ def overview(cards: list, registry: dict[str, TaskEntry]) -> pd.DataFrame:
     cells: dict[tuple[str, str], object] = {}
     judged = set()
     unverified: dict[str, list[str]] = {}
+    unbacked: dict[str, list[str]] = {}
     for c in cards:
         summary = c.summary
         task = registry[summary.task]
         m = summary.headline
         if not summary.verified:
             unverified.setdefault(summary.model, []).append(summary.task)
+        if languages := unbacked_languages(c, task):
+            unbacked.setdefault(summary.model, []).append(f"{summary.task}: {', '.join(languages)}")
         cells[(summary.model, headline_column(task))] = shown(m)
         cells[(summary.model, f"{summary.task} · 95% CI")] = ci_text(m)
         if summary.judge is not None:
@@ -185,9 +188,24 @@ def overview(cards: list, registry: dict[str, TaskEntry]) -> pd.DataFrame:
     if unverified:  # beside the name: a row's figures from an unverified card are never read as verified ones
         frame["not verified"] = [", ".join(sorted(unverified.get(m, []))) for m in models]
         marks = ["not verified"]
+    if unbacked:  # a headline that averages languages where its judges are noise is no finding about them
+        frame[UNBACKED] = ["; ".join(sorted(unbacked.get(m, []))) for m in models]
+        marks.append(UNBACKED)
     scores = [c for c in frame.columns if " · " in c]
     return frame[["model", *marks, *scores,
                   *[c for c in frame.columns if c != "model" and c not in scores and c not in marks]]]
+
+
+UNBACKED = "judges cannot back"  # the overview's column: per task, the languages its headline averages unbacked
+
+
+def unbacked_languages(c, task: TaskEntry) -> list[str]:
+    """The languages a card's headline averages in which its judges cannot back a rate (its kind's breakdown says,
+    from the card's own judge entries: not measured in the language, or Youden's J under the task's floor)."""
+    from benchmark.kinds import kind_class
+
+    return [row["group"] for row in kind_class(task.kind).breakdown_rows(c.card, task.config)
+            if row["by"] == "language" and row.get("backed") is False]
 
 
 @dataclass(frozen=True)
@@ -347,6 +365,7 @@ def model_row(c, task: TaskEntry) -> dict:
                                           str(judge_error.get("corrected", "")) if isinstance(judge_error, dict)
                                           else ""),
             "judges on human labels": judge_text(summary.judge),
+            UNBACKED: ", ".join(unbacked_languages(c, task)),
             "panel": c.panel or "the task's",
             "better": task.better, "n": summary.n,
             "verified": verified_text(summary.verified), "run": card.run.started_at,

@@ -1027,6 +1027,15 @@ def test_a_language_bar_its_judges_cannot_back_is_faint_and_says_why(tmp_path):
     # a family with no such figures (the prompts' source) and another kind's breakdown have no column for them
     assert frame[frame["by"] == "source"]["judging"].isna().all()
     assert not {"judging", "backed"} & set(T.breakdown([card], S.task_registry()["ricota"]).columns)
+    # the headline averages those languages: the ranking names them beside the model, its card row too
+    copy_published("smollm2-135m-instruct", tmp_path / "smollm2-135m-instruct", ("diasafety",))
+    cards = S.load(tmp_path).cards
+    overview = T.overview(cards, S.task_registry()).set_index("model")
+    assert overview.loc["qwen2.5-coder-1.5b-instruct", T.UNBACKED] == "multijail_en_zh_ko_sw: ko, sw, zh"
+    assert overview.loc["smollm2-135m-instruct", T.UNBACKED] == ""
+    assert T.model_row(card, task)[T.UNBACKED] == "ko, sw, zh"
+    backed_only = [c for c in cards if c.summary.task == "diasafety"]
+    assert T.UNBACKED not in T.overview(backed_only, S.task_registry()).columns
 
 
 def test_the_hosted_app_needs_only_its_requirements(tmp_path):
