@@ -171,8 +171,8 @@ def overview(cards: list, registry: dict[str, TaskEntry]) -> pd.DataFrame:
         m = summary.headline
         if not summary.verified:
             unverified.setdefault(summary.model, []).append(summary.task)
-        if languages := unbacked_languages(c, task):
-            unbacked.setdefault(summary.model, []).append(f"{summary.task}: {', '.join(languages)}")
+        if summary.unbacked:
+            unbacked.setdefault(summary.model, []).append(f"{summary.task}: {', '.join(summary.unbacked)}")
         cells[(summary.model, headline_column(task))] = shown(m)
         cells[(summary.model, f"{summary.task} · 95% CI")] = ci_text(m)
         if summary.judge is not None:
@@ -197,15 +197,6 @@ def overview(cards: list, registry: dict[str, TaskEntry]) -> pd.DataFrame:
 
 
 UNBACKED = "judges cannot back"  # the overview's column: per task, the languages its headline averages unbacked
-
-
-def unbacked_languages(c, task: TaskEntry) -> list[str]:
-    """The languages a card's headline averages in which its judges cannot back a rate (its kind's breakdown says,
-    from the card's own judge entries: not measured in the language, or Youden's J under the task's floor)."""
-    from benchmark.kinds import kind_class
-
-    return [row["group"] for row in kind_class(task.kind).breakdown_rows(c.card, task.config)
-            if row["by"] == "language" and row.get("backed") is False]
 
 
 @dataclass(frozen=True)
@@ -365,7 +356,7 @@ def model_row(c, task: TaskEntry) -> dict:
                                           str(judge_error.get("corrected", "")) if isinstance(judge_error, dict)
                                           else ""),
             "judges on human labels": judge_text(summary.judge),
-            UNBACKED: ", ".join(unbacked_languages(c, task)),
+            UNBACKED: ", ".join(summary.unbacked),
             "panel": c.panel or "the task's",
             "better": task.better, "n": summary.n,
             "verified": verified_text(summary.verified), "run": card.run.started_at,

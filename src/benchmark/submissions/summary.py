@@ -78,6 +78,9 @@ class Summary:
     headline: Metric  # the task's headline metric (a page that shows the others reads the card whole)
     verified: bool
     judge: JudgeQuality | None
+    # the languages the headline averages in which the card's judges cannot back a rate (not measured there, or
+    # Youden's J under the task's floor): the headline is no finding about them
+    unbacked: tuple[str, ...]
 
     @classmethod
     def of(cls, card: record.ScoreCard) -> Summary:
@@ -87,13 +90,25 @@ class Summary:
                    kind=model_kind(card.model.backend),
                    headline=Metric.of(card.metrics[card.task.headline]),
                    verified=card.verification is not None and card.verification.verified,
-                   judge=JudgeQuality.of(outcome) if isinstance(outcome, record.JudgingValidation) else None)
+                   judge=JudgeQuality.of(outcome) if isinstance(outcome, record.JudgingValidation) else None,
+                   unbacked=unbacked_languages(card))
 
     def to_json(self) -> dict:
         return {**self.__dict__, "headline": self.headline._asdict(),
-                "judge": self.judge._asdict() if self.judge is not None else None}
+                "judge": self.judge._asdict() if self.judge is not None else None, "unbacked": list(self.unbacked)}
 
     @classmethod
     def from_json(cls, data: dict) -> Summary:
         return cls(**{**data, "headline": Metric(**data["headline"]),
-                      "judge": JudgeQuality(**data["judge"]) if data["judge"] is not None else None})
+                      "judge": JudgeQuality(**data["judge"]) if data["judge"] is not None else None,
+                      "unbacked": tuple(data["unbacked"])})
+
+
+def unbacked_languages(card: record.ScoreCard) -> tuple[str, ...]:
+    """The languages of a card's breakdown whose rate its own judge entries cannot back, as its kind reads them
+    (kinds/attack.py: the deciding steps' best J on the labelled sets of each language); none for other kinds."""
+    from ..kinds import kind_class
+
+    parts = card.model_dump(mode="json", include={"metrics", "judges", "breakdown"})
+    rows = kind_class(card.task.kind).breakdown_rows(parts, card.task.config or {})
+    return tuple(row["group"] for row in rows if row["by"] == "language" and row.get("backed") is False)
