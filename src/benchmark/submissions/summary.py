@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ..kinds import kind_class
 from ..models import registry
 from ..run import card_record as record
 
@@ -107,8 +108,6 @@ class Summary:
 def unbacked_languages(card: record.ScoreCard) -> tuple[str, ...]:
     """The languages of a card's breakdown whose rate its own judge entries cannot back, as its kind reads them
     (kinds/attack.py: the deciding steps' best J on the labelled sets of each language); none for other kinds."""
-    from ..kinds import kind_class
-
     parts = card.model_dump(mode="json", include={"metrics", "judges", "breakdown"})
     rows = kind_class(card.task.kind).breakdown_rows(parts, card.task.config or {})
     return tuple(row["group"] for row in rows if row["by"] == "language" and row.get("backed") is False)
