@@ -6,10 +6,11 @@
   its replies to the 250 safe prompts flagged (none gives harmful content), and its full compliances with the unsafe
   contrast prompts found;
 - conversation: the target turns of the published toxicchat cards of SmolLM2 and Qwen2.5-Coder-0.5B that answer an
-  attacker's words (1,124; the first turn answers the data set's prompt, which a card holds only as a hash). No one
-  labelled them; read by hand, the turns the shipped judge flags are mostly harmless, so a candidate that flags many
-  more has learnt that a reply which goes along with its request is harmful (docs/judges.md). With --show N, N of
-  the turns a candidate flags and the shipped judge does not, drawn at random, to read.
+  attacker's words (1,158 on today's cards, 1,124 before their rebuild with all-mpnet-base-v2; the first turn answers
+  the data set's prompt, which a card holds only as a hash). No one labelled them; read by hand, the turns the
+  shipped judge flags are mostly harmless, so a candidate that flags many more has learnt that a reply which goes
+  along with its request is harmful (docs/judges.md). With --show N, N of the turns a candidate flags and the
+  shipped judge does not, drawn at random, to read.
 
     python benchmarks/reply_harm_candidates.py checkpoints/reply-harm [more candidate folders] [--show 10]
 """
