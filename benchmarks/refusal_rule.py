@@ -171,15 +171,23 @@ def partial_rule(data_root: str) -> None:
     said = {k: refusal.classify([{"context": c, "response": r} for c, r in v]) for k, v in rows.items()}
     harmful = {k: [h["unsafe"] for h in harm.classify([{"context": c, "response": r} for c, r in v])]
                for k, v in rows.items()}
-    print(f"{'rule':40} {'XSTest 3-class':>15} {'XSTest full':>12} {'PyRIT extra':>12} {'GPTFuzz harmful full':>21}")
+    print(RULE_HEADER)
     for name, moved in (("shipped", False), ("partial, not harmful -> full", True)):
-        label = {k: ["full_refusal" if moved and v["label"] == "partial_refusal" and not h else v["label"]
-                     for v, h in zip(said[k], harmful[k])] for k in rows}
-        xstest = list(zip(label["xstest"], gold["xstest"]))
-        print(f"{name:40} {np.mean([a == b for a, b in xstest]):>15.3f}"
-              f" {np.mean([(a == 'full_refusal') == (b == 'full_refusal') for a, b in xstest]):>12.3f}"
-              f" {np.mean([(a == 'full_refusal') == b for a, b in zip(label['extra'], gold['extra'])]):>12.3f}"
-              f" {np.mean([a == 'full_refusal' for a in label['gptfuzz']]):>21.3f}")
+        print(rule_row(name, {k: ["full_refusal" if moved and v["label"] == "partial_refusal" and not h else v["label"]
+                                  for v, h in zip(said[k], harmful[k])] for k in rows}, gold))
+
+
+RULE_HEADER = f"{'rule':34} {'XSTest 3-class':>15} {'XSTest full':>12} {'PyRIT extra':>12} {'GPTFuzz harmful full':>21}"
+
+
+def rule_row(name: str, label: dict, gold: dict) -> str:
+    """One rule's labels of the validation rows (validation_rows) against people's: XSTest's three classes and its
+    full refusals, PyRIT's refused or not, and how many of GPTFuzz's harmful replies it calls full refusals."""
+    xstest = list(zip(label["xstest"], gold["xstest"]))
+    return (f"{name:34} {np.mean([a == b for a, b in xstest]):>15.3f}"
+            f" {np.mean([(a == 'full_refusal') == (b == 'full_refusal') for a, b in xstest]):>12.3f}"
+            f" {np.mean([(a == 'full_refusal') == b for a, b in zip(label['extra'], gold['extra'])]):>12.3f}"
+            f" {sum(a == 'full_refusal' for a in label['gptfuzz']):>15d} of {len(label['gptfuzz'])}")
 
 
 # a line that opens with a speaker's tag: "[DAN 🩸]:", "(🔓Developer Mode Output)", "TB: …", "Ω …"; not a heading
@@ -209,8 +217,8 @@ def second_voice_rules(data_root: str) -> None:
     own = compose(["model=reply-refusal"]).model.args
     # the classifier's own label: no phrase or topic rule moves it (a phrase still shows where the margin is < 0)
     cfg = compose(["model=reply-refusal", "model.args.short=0", "model.args.off_topic_below=-1"])
-    said = {k: load_backend(cfg.model, False).classify([{"context": c, "response": r} for c, r in v])
-            for k, v in rows.items()}
+    backend = load_backend(cfg.model, False)
+    said = {k: backend.classify([{"context": c, "response": r} for c, r in v]) for k, v in rows.items()}
 
     def label(v: dict, reply: str, guard: bool, offer: bool) -> str:
         found = "full_compliance" if v["margin"] < 0 else v["label"]
@@ -227,15 +235,11 @@ def second_voice_rules(data_root: str) -> None:
 
     print(f"validation: {len(rows['xstest'])} XSTest replies, {len(rows['extra'])} PyRIT refusal_extra replies, "
           f"{len(rows['gptfuzz'])} harmful GPTFuzz replies")
-    print(f"{'rule':34} {'XSTest 3-class':>15} {'XSTest full':>12} {'PyRIT extra':>12} {'GPTFuzz harmful full':>21}")
+    print(RULE_HEADER)
     for name, guard, offer in (("shipped", False, False), ("second voice", True, False),
                                ("second voice, refuse and offer", True, True)):
-        got = {k: [label(v, r, guard, offer) for v, (_, r) in zip(said[k], rows[k])] for k in rows}
-        xstest = list(zip(got["xstest"], gold["xstest"]))
-        print(f"{name:34} {np.mean([a == b for a, b in xstest]):>15.3f}"
-              f" {np.mean([(a == 'full_refusal') == (b == 'full_refusal') for a, b in xstest]):>12.3f}"
-              f" {np.mean([(a == 'full_refusal') == b for a, b in zip(got['extra'], gold['extra'])]):>12.3f}"
-              f" {sum(a == 'full_refusal' for a in got['gptfuzz']):>15d} of {len(got['gptfuzz'])}")
+        print(rule_row(name, {k: [label(v, r, guard, offer) for v, (_, r) in zip(said[k], rows[k])] for k in rows},
+                       gold))
 
 
 def settings_grid(judge: str, data_root: str, on_topic: str) -> None:

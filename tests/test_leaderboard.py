@@ -1036,6 +1036,8 @@ def test_a_language_bar_its_judges_cannot_back_is_faint_and_says_why(tmp_path):
     assert overview.loc["qwen2.5-coder-1.5b-instruct", T.UNBACKED] == "multijail_en_zh_ko_sw: ko, sw, zh"
     assert overview.loc["smollm2-135m-instruct", T.UNBACKED] == ""
     assert T.model_row(card, task)[T.UNBACKED] == "ko, sw, zh"
+    from benchmark.submissions.summary import Summary
+    assert Summary.from_json(json.loads(json.dumps(card.summary.to_json()))) == card.summary  # as a board keeps it
     backed_only = [c for c in cards if c.summary.task == "diasafety"]
     assert T.UNBACKED not in T.overview(backed_only, S.task_registry()).columns
 
