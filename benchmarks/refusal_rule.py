@@ -108,7 +108,7 @@ def main() -> None:
     if args.second_voice:
         return second_voice_rules(args.data_root)
     if args.veto:
-        return vetoes(args.data_root)
+        return vetoes(args.judge, args.data_root)
     if args.settings:
         return settings_grid(args.judge, args.data_root, args.on_topic)
     if args.partial:
@@ -275,7 +275,7 @@ def settings_grid(judge: str, data_root: str, on_topic: str) -> None:
                   f" {np.mean([a == 'full_refusal' for a in label['gptfuzz']]):>24.3f}")
 
 
-def vetoes(data_root: str) -> None:
+def vetoes(judge: str, data_root: str) -> None:
     from benchmark.composition import compose
     from benchmark.models import load_backend
 
@@ -283,7 +283,10 @@ def vetoes(data_root: str) -> None:
     val = labelled(vs, data_root).val
     inputs = [{"context": e.context, "response": e.response} for e in val]
     gold = np.array([e.label for e in val]) == 1
-    refusal = load_backend(compose(["model=reply-refusal"]).model, False).classify(inputs)
+    shipped = judge == "judges/reply-refusal"
+    refusal = load_backend(compose(["model=reply-refusal", *([] if shipped else [f"model.pretrained={judge}",
+                                                                                 "model.sha256=null"])]).model,
+                           False).classify(inputs)
     harm = np.array([v["unsafe"] for v in load_backend(compose(["model=reply-harm"]).model, False).classify(inputs)])
     label = np.array([v["label"] for v in refusal])
     print(f"{len(val)} GPTFuzz validation replies, {int(gold.sum())} harmful by people")
