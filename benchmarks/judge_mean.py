@@ -50,7 +50,8 @@ def main() -> None:
           + (f" {'test accuracy':>14}" if args.test else ""))
     for i, (name, p, threshold) in enumerate(rows):
         f = figures(gold, p, threshold)
-        line = f"{name:48} {threshold:>9.4f} {f['auprc']:>9.4f} {f['f1']:>7.4f} {np.mean((p >= threshold) == gold):>12.4f}"
+        accuracy = np.mean((p >= threshold) == gold)
+        line = f"{name:48} {threshold:>9.4f} {f['auprc']:>9.4f} {f['f1']:>7.4f} {accuracy:>12.4f}"
         if args.test:
             right = int(((test[i] >= threshold) == test_gold).sum())
             line += f" {right / len(test_gold):>8.4f} ({right})"
