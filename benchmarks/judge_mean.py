@@ -10,16 +10,14 @@ test split once per candidate, after choosing on validation).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-from pathlib import Path
 
 import numpy as np
 
 from benchmark.judge.evaluate import test_rows
 from benchmark.judge.train import best_threshold, figures, labelled
 from benchmark.judging.labelled import validation_sets
-from benchmark.models.classifier import MANIFEST, Classifier
+from benchmark.models.classifier import Classifier
 
 
 def main() -> None:
@@ -28,14 +26,14 @@ def main() -> None:
     parser.add_argument("--data-root", default=os.environ.get("BENCHMARK_DATA_ROOT", "../shared/data"))
     parser.add_argument("--test", action="store_true", help="also read the set's test rows")
     args = parser.parse_args()
-    made = [json.loads((Path(j) / MANIFEST).read_text()) for j in args.judges]
-    if made[0]["set"] != made[1]["set"] or made[0]["name"] != made[1]["name"]:
-        raise SystemExit(f"{args.judges[0]} judges {made[0]['set']}, {args.judges[1]} {made[1]['set']}: not one set")
-    vs = {s.name: s for s in validation_sets()}[made[0]["set"]]
+    judges = [Classifier(j) for j in args.judges]
+    made = [(j.manifest["name"], j.manifest["set"]) for j in judges]
+    if made[0] != made[1]:
+        raise SystemExit(f"{args.judges[0]} is {made[0]}, {args.judges[1]} {made[1]}: not one judge of one set")
+    vs = {s.name: s for s in validation_sets()}[made[0][1]]
     val = labelled(vs, args.data_root).val
     gold = np.array([e.label for e in val])
     inputs = [{"context": e.context, "response": e.response} for e in val]
-    judges = [Classifier(j, name=m["name"]) for j, m in zip(args.judges, made)]
     probs = [j.probabilities(inputs) for j in judges]
     rows = [(folder, p, j.threshold) for folder, p, j in zip(args.judges, probs, judges)]
     mean = np.mean(probs, axis=0)
