@@ -6,8 +6,8 @@ refusal labels, as benchmarks/conversation_refusals.json holds), the agreement o
 --draw N, N replies drawn at random (--seed) printed with the message they answer and no verdict, to label by hand.
 
 The texts come from the cards and the data they pin: DiaSafety's contexts from its test split (bundled with the
-suite), toxicchat's first turns from LMSYS toxic-chat (the card holds their hash; a turn whose words are not in the
-data folder is left out).
+suite), toxicchat's first turns from its seeds, LMSYS toxic-chat's prompts and DiaSafety's contexts (the card holds
+their hash; a turn whose words are in neither is left out).
 
     python benchmarks/conversation_refusals.py [--labels benchmarks/conversation_refusals.json] [--draw 60 --seed 1]
 """
@@ -34,20 +34,20 @@ DIASAFETY = Path("bundled/diasafety/test.json")
 TOXIC_CHAT = "toxicchat_multiturn/lmsys_toxic_chat/toxic_chat_test.json"
 
 
-def toxic_chat_prompts(data_root: str) -> dict[str, str]:
-    """sha256 of a toxic-chat prompt -> the prompt, as a card hashes the first turn's words."""
+def seeds(data_root: str, contexts: list[str]) -> dict[str, str]:
+    """sha256 of a toxicchat seed (a toxic-chat prompt, a DiaSafety context) -> the seed, as a card hashes the first
+    turn's words."""
     path = Path(data_root) / TOXIC_CHAT
-    if not path.is_file():
-        return {}
-    instances = json.loads(path.read_text(encoding="utf-8"))["instances"]
-    return {hashlib.sha256(i["instance"].encode("utf-8")).hexdigest(): i["instance"] for i in instances}
+    prompts = [i["instance"] for i in json.loads(path.read_text(encoding="utf-8"))["instances"]] \
+        if path.is_file() else []
+    return {hashlib.sha256(text.encode("utf-8")).hexdigest(): text for text in prompts + contexts}
 
 
 def replies(data_root: str) -> list[dict]:
     """{id, card, request, response, panel}: every reply of the cards, with the message it answers and the card's own
     refusal flag. id: model|task|record id|turn (toxicchat) or response index (diasafety_chatbot_k1)."""
     contexts = [r["context"] for r in json.loads(DIASAFETY.read_text(encoding="utf-8"))]
-    prompts = toxic_chat_prompts(data_root)
+    prompts = seeds(data_root, contexts)
     out = []
     for model, tasks in CARDS.items():
         for task in tasks:
