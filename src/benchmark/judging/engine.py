@@ -136,9 +136,9 @@ class ClassifierStep(Step):
     """A classifier judge reads named parts of the response (`input`) and says unsafe or not."""
 
     type = "classifier"
-    # label, phrase, on_topic, request: a judge that labels what it flags (reply-refusal: its class, the phrase that
-    # decided, how close the reply stayed to its request, whether the message it answers is a request)
-    vote_fields = frozenset({"flagged", "score", "margin", "label", "phrase", "on_topic", "request"})
+    # label, phrase, on_topic: a judge that labels what it flags (reply-refusal: its class, the phrase that decided,
+    # how close the reply stayed to its request)
+    vote_fields = frozenset({"flagged", "score", "margin", "label", "phrase", "on_topic"})
     reads_verdicts = True
 
     def __init__(self, spec, task_name: str):
@@ -156,7 +156,7 @@ class ClassifierStep(Step):
         vote = {"flagged": bool(out["unsafe"]), "score": out.get("score")}
         if out.get("margin") is not None:  # a trained judge's distance from its decision boundary
             vote["margin"] = out["margin"]
-        vote.update({k: out[k] for k in ("label", "phrase", "on_topic", "request") if k in out})
+        vote.update({k: out[k] for k in ("label", "phrase", "on_topic") if k in out})
         return vote
 
     def vote_problems(self, vote: dict, at: str) -> list[tuple[str, str]]:
